@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the patched kernel for one architecture, out of tree in the cache,
+# incrementally: only what changed since the last build is rebuilt.
+#
+#   scripts/build-kernel.sh [x86_64|arm64]
+#   SHSTK_KCONFIG_VARIANT=debug scripts/build-kernel.sh arm64   (KASAN etc.)
+#
+# Produces, in $SHSTK_CACHE/build/<arch>[-variant]/: the boot image, vmlinux,
+# vmlinux-gdb.py and shstk-build.txt (what was built from what).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+arch_vars "${1:-}"
+"$SHSTK_TOP/scripts/kernel-source.sh"
+SRC=$SHSTK_CACHE/src/linux
+CONF=$SHSTK_TOP/config/kernel
+frags=("$CONF/common.config" "$CONF/$ARCH.config")
+if [ -n "${SHSTK_KCONFIG_VARIANT:-}" ]; then
+	[ -f "$CONF/$SHSTK_KCONFIG_VARIANT.config" ] ||
+		die "no config fragment config/kernel/$SHSTK_KCONFIG_VARIANT.config"
+	frags+=("$CONF/$SHSTK_KCONFIG_VARIANT.config")
+fi
+
+mkdir -p "$KBUILD_DIR"
+kmake() {
+	tb make -C "$SRC" O="$KBUILD_DIR" ARCH="$KARCH" CROSS_COMPILE="$CROSS_COMPILE" \
+		CC="${CROSS_COMPILE}gcc-14" HOSTCC=gcc-14 "$@"
+}
+
+# Every option a fragment asks for must survive olddefconfig: report the ones
+# a dependency dropped instead of building a kernel without them.
+check_config() {
+	local f line opt want have bad=0
+	for f in "${frags[@]}"; do
+		while read -r line; do
+			case "$line" in
+			CONFIG_*=*) opt=${line%%=*} want=${line#*=} ;;
+			"# CONFIG_"*" is not set") opt=${line#\# } opt=${opt%% *} want=n ;;
+			*) continue ;;
+			esac
+			have=$(sed -n "s/^$opt=//p" "$KBUILD_DIR/.config")
+			[ -n "$have" ] || have=n
+			if [ "$have" != "$want" ]; then
+				warn "$opt: asked for $want in $(basename "$f"), got $have"
+				bad=1
+			fi
+		done <"$f"
+	done
+	return "$bad"
+}
+
+configure() {
+	kmake -s tinyconfig >/dev/null
+	tb "$SRC/scripts/kconfig/merge_config.sh" -m -O "$KBUILD_DIR" \
+		"$KBUILD_DIR/.config" "${frags[@]}" >"$KBUILD_DIR/merge_config.log" 2>&1 ||
+		die "merge_config.sh failed; see $KBUILD_DIR/merge_config.log"
+	kmake -s olddefconfig >/dev/null
+	check_config || die "kernel configuration lost options (see above); fix config/kernel/"
+}
+
+frag_hash=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
+if [ ! -f "$KBUILD_DIR/.config" ] || [ "$(cat "$KBUILD_DIR/.shstk-config" 2>/dev/null)" != "$frag_hash" ]; then
+	step "configuring $ARCH (tinyconfig + ${frags[*]##*/})" configure
+	echo "$frag_hash" >"$KBUILD_DIR/.shstk-config"
+fi
+
+# Progress: make's own one-line-per-object output goes to the log; the
+# terminal gets a line every 500 objects and the errors.
+build() {
+	local log=$KBUILD_DIR/build.log
+	local rc=0
+	set -o pipefail
+	kmake -j"$(nproc)" "$KTARGET" vmlinux scripts_gdb 2>&1 | tee "$log" |
+		awk '/^  [A-Z]/ { n++; if (n % 500 == 0) printf "[build-kernel.sh]   %d steps, at %s\n", n, $2 > "/dev/stderr"; fflush() }
+		     /error:|Error [0-9]/ { print > "/dev/stderr" }' || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		tail -n 30 "$log" >&2
+		die "kernel build for $ARCH failed (full log: $log)"
+	fi
+}
+step "building $ARCH kernel in $KBUILD_DIR" build
+
+release=$(kmake -s kernelrelease)
+{
+	echo "arch: $ARCH"
+	echo "source: $(cat "$SRC/.git/shstk-kernel-version")"
+	echo "series: $(git -C "$SRC" log --format='%h %s' shstk-base..HEAD | wc -l) patches, head $(git -C "$SRC" rev-parse --short HEAD)"
+	echo "release: $release"
+	echo "compiler: $(tb "${CROSS_COMPILE}gcc-14" --version | head -n1)"
+	echo "variant: ${SHSTK_KCONFIG_VARIANT:-default}"
+} >"$KBUILD_DIR/shstk-build.txt"
+msg "kernel $release ($(cat "$SRC/.git/shstk-kernel-version")) -> $KBUILD_DIR/$KIMAGE"

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Kernel source: Debian's linux-source package, unpacked into the cache and
+# committed there as a pristine base, with patches/ applied on top by git am.
+#
+#   scripts/kernel-source.sh          make sure the tree has the current series
+#   scripts/kernel-source.sh --check  only check that the series applies
+#
+# The series is applied in a scratch worktree and the main tree is then moved
+# to the result with "git checkout", which rewrites only the files whose
+# content changed: editing one patch rebuilds only what that patch touches.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+SRC=$SHSTK_CACHE/src/linux
+AM=$SHSTK_CACHE/src/linux-am
+DL=$SHSTK_CACHE/downloads
+PATCHES=$SHSTK_TOP/patches
+git_src() { git -C "$SRC" -c user.name=shstk-lab -c user.email=shstk-lab@localhost "$@"; }
+
+fetch_and_unpack() {
+	local deb tmp
+	mkdir -p "$DL"
+	deb=$(ls "$DL"/"$SHSTK_KERNEL_PKG"_*.deb 2>/dev/null | tail -n1 || true)
+	if [ -z "$deb" ]; then
+		"$SHSTK_TOP/scripts/apt-local" -q update >&2 || die "apt update (project-local) failed"
+		(cd "$DL" && "$SHSTK_TOP/scripts/apt-local" -q download "$SHSTK_KERNEL_PKG/$SHSTK_KERNEL_SUITE" >&2) ||
+			die "could not download $SHSTK_KERNEL_PKG from $SHSTK_KERNEL_SUITE"
+		deb=$(ls "$DL"/"$SHSTK_KERNEL_PKG"_*.deb | tail -n1)
+	fi
+	version=$(dpkg-deb -f "$deb" Version)
+	msg "unpacking $SHSTK_KERNEL_PKG $version"
+	tmp=$SHSTK_CACHE/src/unpack.tmp
+	rm -rf "$tmp" "$SRC" "$AM"
+	mkdir -p "$tmp"
+	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './usr/src/*.tar.xz'
+	mkdir -p "$SRC"
+	tar -x -C "$SRC" --strip-components=1 -f "$tmp"/usr/src/*.tar.xz
+	rm -rf "$tmp"
+	git_src init -q
+	# Debian's top-level .gitignore ignores everything: add by force.
+	git_src add -A -f .
+	git_src commit -q -m "$SHSTK_KERNEL_PKG $version (pristine, from Debian)"
+	git_src tag shstk-base
+	echo "$SHSTK_KERNEL_PKG $version" >"$SRC/.git/shstk-kernel-version"
+}
+
+series_list() {
+	[ -f "$PATCHES/series" ] || die "patches/series is missing"
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/series"
+}
+
+series_hash() {
+	local p
+	series_list | while read -r p; do
+		[ -f "$PATCHES/$p" ] || die "patches/series names $p, which does not exist"
+		sha256sum "$PATCHES/$p"
+	done | sha256sum | cut -c1-16
+}
+
+apply_series() {
+	local p n=0 total
+	if [ ! -d "$AM" ]; then
+		git_src worktree prune
+		git_src worktree add -q --detach "$AM" shstk-base
+	fi
+	git -C "$AM" am --abort >/dev/null 2>&1 || true
+	git -C "$AM" reset -q --hard shstk-base
+	git -C "$AM" clean -qfd
+	total=$(series_list | wc -l)
+	while read -r p; do
+		n=$((n + 1))
+		if ! git -C "$AM" -c user.name=shstk-lab -c user.email=shstk-lab@localhost \
+			am -q --keep-cr "$PATCHES/$p" >"$SHSTK_CACHE/src/am.log" 2>&1; then
+			cat "$SHSTK_CACHE/src/am.log" >&2
+			git -C "$AM" am --abort >/dev/null 2>&1 || true
+			die "patch $n/$total ($p) does not apply to $(cat "$SRC/.git/shstk-kernel-version")"
+		fi
+	done < <(series_list)
+	msg "applied $n patches"
+}
+
+[ -f "$SRC/.git/shstk-kernel-version" ] || step "fetching $SHSTK_KERNEL_PKG" fetch_and_unpack
+msg "kernel source: $(cat "$SRC/.git/shstk-kernel-version")"
+
+want=$(series_hash)
+if [ "${1:-}" = --check ]; then
+	apply_series
+	exit 0
+fi
+have=$(cat "$SRC/.git/shstk-series" 2>/dev/null || true)
+if [ "$want" = "$have" ] && [ -z "$(git_src status --porcelain --untracked-files=no)" ]; then
+	exit 0
+fi
+if [ -n "$(git_src status --porcelain --untracked-files=no)" ]; then
+	warn "local edits in $SRC are discarded (make them in patches/ instead):"
+	git_src status --short --untracked-files=no | head -n 20 >&2
+fi
+apply_series
+git_src checkout -q -f --detach "$(git -C "$AM" rev-parse HEAD)"
+echo "$want" >"$SRC/.git/shstk-series"

@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# Common helpers for every shstk-lab script: where the cache lives, how
+# architectures are named, and how messages and errors look.  Sourced, never
+# run.  One place decides each of these things.
+
+SHSTK_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Everything big (toolbox, kernel trees, builds, images) lives outside the
+# repository, so a fresh clone and an old cache work together.
+SHSTK_CACHE=${SHSTK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shstk-lab}
+SHSTK_OUT=${SHSTK_OUT:-$SHSTK_TOP/out}
+# Debian package that provides the kernel source; the exact version used is
+# recorded with every build (see scripts/kernel-source.sh).
+SHSTK_KERNEL_PKG=${SHSTK_KERNEL_PKG:-linux-source-7.3}
+SHSTK_KERNEL_SUITE=${SHSTK_KERNEL_SUITE:-trixie-backports}
+
+export SHSTK_TOP SHSTK_CACHE SHSTK_OUT SHSTK_KERNEL_PKG SHSTK_KERNEL_SUITE
+
+_shstk_prog=$(basename "$0")
+
+msg()  { printf '[%s] %s\n' "$_shstk_prog" "$*" >&2; }
+warn() { printf '[%s] warning: %s\n' "$_shstk_prog" "$*" >&2; }
+die()  { printf '[%s] error: %s\n' "$_shstk_prog" "$*" >&2; exit 1; }
+
+# Run a long step with a start and end line, so the user sees progress and
+# how long each step took.
+step() {
+	local what=$1 t0 rc=0
+	shift
+	t0=$(date +%s)
+	msg "$what ..."
+	"$@" || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		msg "$what: FAILED (exit $rc) after $(($(date +%s) - t0)) s"
+		return "$rc"
+	fi
+	msg "$what: done in $(($(date +%s) - t0)) s"
+}
+
+# Canonical architecture names: the kernel's ARCH= value, the Debian
+# architecture, the cross prefix and the image file all follow from this.
+shstk_arch() {
+	case "${1:-}" in
+	x86_64 | amd64 | x86) echo x86_64 ;;
+	arm64 | aarch64) echo arm64 ;;
+	"") shstk_arch "$(uname -m)" ;;
+	*) die "unknown ARCH '$1' (use x86_64 or arm64)" ;;
+	esac
+}
+
+# shellcheck disable=SC2034  # used by the scripts that source this file
+arch_vars() {
+	ARCH=$(shstk_arch "${1:-}")
+	case "$ARCH" in
+	x86_64)
+		KARCH=x86
+		DEB_ARCH=amd64
+		CROSS_COMPILE=x86_64-linux-gnu-
+		KIMAGE=arch/x86/boot/bzImage
+		KTARGET=bzImage
+		;;
+	arm64)
+		KARCH=arm64
+		DEB_ARCH=arm64
+		CROSS_COMPILE=aarch64-linux-gnu-
+		KIMAGE=arch/arm64/boot/Image
+		KTARGET=Image
+		;;
+	esac
+	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}
+	ARCH_OUT=$SHSTK_OUT/$ARCH
+}
+
+# Run a tool from the toolbox (or the host, when it is new enough).  Every
+# script calls tools through this, so none of them knows which one it got.
+tb() { "$SHSTK_TOP/scripts/tb" "$@"; }
+
+# A free TCP port on the loopback interface, for gdbstubs.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}

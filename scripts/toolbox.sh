@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Provide the tools this machine lacks: a Debian trixie (+ backports)
+# environment made with debootstrap, in the cache.  Idempotent: a stamp
+# records the package list it was made with, and a changed list (or a
+# half-made tree) makes it again.  The machine's apt sources are untouched.
+#
+# Why trixie: arm64 GCS needs QEMU >= 10.2 (backports has 11.1), the gdb
+# scripts want gdb >= 16 with Python, and gcc 14 places one breakpoint
+# location per function where gcc 12 gives two.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+TB=$SHSTK_CACHE/toolbox
+ROOT=$TB/root
+
+# Packages from trixie; the ones listed in BACKPORTS come from
+# trixie-backports (QEMU 11.1, gdb 18 and the libelf that gdb 18 needs).
+PKGS=(
+	gcc-14 gcc-14-aarch64-linux-gnu libc6-dev libc6-dev-arm64-cross
+	binutils binutils-aarch64-linux-gnu make bc bison flex cpio kmod
+	python3 libssl-dev dwarves xz-utils zstd rsync git ca-certificates
+	bochs bochsbios vgabios bochs-term isolinux syslinux-common xorriso
+)
+BACKPORTS=(qemu-system-arm qemu-system-x86 qemu-system-data gdb-multiarch libelf-dev)
+
+want=$(printf '%s\n' "${PKGS[@]}" -- "${BACKPORTS[@]}" | sha256sum | cut -c1-16)
+stamp=$ROOT/.shstk-toolbox
+
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+	exit 0
+fi
+
+command -v debootstrap >/dev/null || {
+	msg "installing debootstrap on the host (apt-get)"
+	apt-get install -y -q debootstrap >/dev/null || die "apt-get install debootstrap failed"
+}
+[ "$(id -u)" -eq 0 ] || die "the toolbox is made with debootstrap and chroot: run as root"
+
+mirror=$("$SHSTK_TOP/scripts/apt-local" -qq --print-uris download bash 2>/dev/null |
+	sed -nE "s|^'([^']*)/pool/.*|\1|p" | head -n1 || true)
+mirror=${SHSTK_MIRROR:-$mirror}
+[ -n "$mirror" ] || { "$SHSTK_TOP/scripts/apt-local" -qq update; die "could not find the Debian mirror (set SHSTK_MIRROR)"; }
+
+build_root() {
+	local new=$TB/root.new
+	rm -rf "$new"
+	mkdir -p "$TB"
+	debootstrap --variant=minbase trixie "$new" "$mirror" >"$TB/debootstrap.log" 2>&1 ||
+		die "debootstrap failed; see $TB/debootstrap.log"
+	cat >"$new/etc/apt/sources.list" <<SRC
+deb $mirror trixie main
+deb $mirror trixie-backports main
+SRC
+	# The chroot needs name resolution to reach the mirror.
+	cp /etc/resolv.conf "$new/etc/resolv.conf"
+	in_root() { "$SHSTK_TOP/scripts/tb" --root "$new" --raw "$@"; }
+	in_root dpkg --add-architecture arm64
+	in_root apt-get -q update >>"$TB/debootstrap.log" 2>&1 || die "apt-get update in the toolbox failed"
+	DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q --no-install-recommends \
+		"${PKGS[@]}" >>"$TB/debootstrap.log" 2>&1 ||
+		die "installing the toolbox packages failed; see $TB/debootstrap.log"
+	DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q --no-install-recommends \
+		-t trixie-backports "${BACKPORTS[@]}" >>"$TB/debootstrap.log" 2>&1 ||
+		die "installing the toolbox backports failed; see $TB/debootstrap.log"
+	in_root apt-get clean
+	echo "$want" >"$new/.shstk-toolbox"
+	rm -rf "$ROOT"
+	mv "$new" "$ROOT"
+}
+
+step "making the trixie toolbox in $ROOT (about 1-2 minutes)" build_root
+"$SHSTK_TOP/scripts/tb" --versions >&2
