@@ -24,10 +24,6 @@ if [ -n "${SHSTK_KCONFIG_VARIANT:-}" ]; then
 fi
 
 mkdir -p "$KBUILD_DIR"
-kmake() {
-	tb make -C "$SRC" O="$KBUILD_DIR" ARCH="$KARCH" CROSS_COMPILE="$CROSS_COMPILE" \
-		CC="${CROSS_COMPILE}gcc-14" HOSTCC=gcc-14 "$@"
-}
 
 # Every option a fragment asks for must survive olddefconfig: report the ones
 # a dependency dropped instead of building a kernel without them.
@@ -61,6 +57,15 @@ configure() {
 }
 
 frag_hash=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
+# What this build is made of: the series applied, the configuration, the
+# package.  The same inputs and an image in place need no make at all.
+inputs="$(cat "$SRC/.git/shstk-series") $frag_hash $(cat "$SRC/.git/shstk-kernel-version")"
+if [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && [ -f "$KBUILD_DIR/$KIMAGE" ] &&
+	[ "$(cat "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
+	msg "$ARCH kernel up to date: $(sed -n 's/^release: //p' "$KBUILD_DIR/shstk-build.txt") ($KBUILD_DIR)"
+	exit 0
+fi
+rm -f "$KBUILD_DIR/.shstk-inputs"
 if [ ! -f "$KBUILD_DIR/.config" ] || [ "$(cat "$KBUILD_DIR/.shstk-config" 2>/dev/null)" != "$frag_hash" ]; then
 	step "configuring $ARCH (tinyconfig + ${frags[*]##*/})" configure
 	echo "$frag_hash" >"$KBUILD_DIR/.shstk-config"
@@ -72,7 +77,7 @@ build() {
 	local log=$KBUILD_DIR/build.log
 	local rc=0
 	set -o pipefail
-	kmake -j"$(nproc)" "$KTARGET" vmlinux scripts_gdb 2>&1 | tee "$log" |
+	kmake -j"$(nproc)" "$KTARGET" vmlinux scripts_gdb headers 2>&1 | tee "$log" |
 		awk '/^  [A-Z]/ { n++; if (n % 500 == 0) printf "[build-kernel.sh]   %d steps, at %s\n", n, $2 > "/dev/stderr"; fflush() }
 		     /error:|Error [0-9]/ { print > "/dev/stderr" }' || rc=$?
 	if [ "$rc" -ne 0 ]; then
@@ -91,4 +96,5 @@ release=$(kmake -s kernelrelease)
 	echo "compiler: $(tb "${CROSS_COMPILE}gcc-14" --version | head -n1)"
 	echo "variant: ${SHSTK_KCONFIG_VARIANT:-default}"
 } >"$KBUILD_DIR/shstk-build.txt"
+echo "$inputs" >"$KBUILD_DIR/.shstk-inputs"
 msg "kernel $release ($(cat "$SRC/.git/shstk-kernel-version")) -> $KBUILD_DIR/$KIMAGE"

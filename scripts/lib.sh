@@ -72,6 +72,13 @@ arch_vars() {
 	ARCH_OUT=$SHSTK_OUT/$ARCH
 }
 
+# make in the kernel tree for the current arch (after arch_vars), out of
+# tree, with gcc 14 for target and host programs alike.
+kmake() {
+	tb make -C "$SHSTK_CACHE/src/linux" O="$KBUILD_DIR" ARCH="$KARCH" \
+		CROSS_COMPILE="$CROSS_COMPILE" CC="${CROSS_COMPILE}gcc-14" HOSTCC=gcc-14 "$@"
+}
+
 # Run a tool from the toolbox (or the host, when it is new enough).  Every
 # script calls tools through this, so none of them knows which one it got.
 tb() { "$SHSTK_TOP/scripts/tb" "$@"; }

@@ -22,6 +22,7 @@ PKGS=(
 	binutils binutils-aarch64-linux-gnu make bc bison flex cpio kmod
 	python3 libssl-dev dwarves xz-utils zstd rsync git ca-certificates
 	bochs bochsbios vgabios bochs-term isolinux syslinux-common xorriso
+	libcap-dev libcap-dev:arm64
 )
 BACKPORTS=(qemu-system-arm qemu-system-x86 qemu-system-data gdb-multiarch libelf-dev)
 
@@ -45,10 +46,15 @@ mirror=${SHSTK_MIRROR:-$mirror}
 
 build_root() {
 	local new=$TB/root.new
-	rm -rf "$new"
 	mkdir -p "$TB"
-	debootstrap --variant=minbase trixie "$new" "$mirror" >"$TB/debootstrap.log" 2>&1 ||
-		die "debootstrap failed; see $TB/debootstrap.log"
+	if [ -f "$ROOT/.shstk-toolbox" ]; then
+		# A toolbox from an older package list: add to it in place.
+		new=$ROOT
+	else
+		rm -rf "$new"
+		debootstrap --variant=minbase trixie "$new" "$mirror" >"$TB/debootstrap.log" 2>&1 ||
+			die "debootstrap failed; see $TB/debootstrap.log"
+	fi
 	cat >"$new/etc/apt/sources.list" <<SRC
 deb $mirror trixie main
 deb $mirror trixie-backports main
@@ -66,8 +72,10 @@ SRC
 		die "installing the toolbox backports failed; see $TB/debootstrap.log"
 	in_root apt-get clean
 	echo "$want" >"$new/.shstk-toolbox"
-	rm -rf "$ROOT"
-	mv "$new" "$ROOT"
+	if [ "$new" != "$ROOT" ]; then
+		rm -rf "$ROOT"
+		mv "$new" "$ROOT"
+	fi
 }
 
 step "making the trixie toolbox in $ROOT (about 1-2 minutes)" build_root

@@ -1,0 +1,70 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# shstk-lab: boot a kernel with the clone3() shadow stack series, test it,
+# step through it with gdb and trace it.  `make help` lists the targets.
+#
+# Data flow: patches/ -> kernel (cache) -> guest image (guest/) -> VM
+#            -> gdb/ and trace/ -> logs (out/) -> checks/ -> report
+
+ARCH ?=
+EMU ?= qemu
+PROG ?=
+HOST_ARCH := $(shell uname -m | sed -e 's/aarch64/arm64/')
+# Targets that act on one architecture default to the host's; the ones that
+# test run both unless ARCH is given.
+ONE_ARCH := $(or $(ARCH),$(HOST_ARCH))
+ALL_ARCHES := $(or $(ARCH),x86_64 arm64)
+
+S := scripts
+
+.PHONY: help toolbox kernel smoke run test check-series unit lint debug gdb-check \
+	trace fuzz bench clean
+
+help:
+	@echo "shstk-lab targets (ARCH=x86_64|arm64, EMU=qemu|bochs, PROG=static-binary):"
+	@echo "  make run [ARCH=] [PROG=]  boot the patched kernel, run the guest suite (both arches"
+	@echo "                            without ARCH), or a static PROG; results in out/<arch>/"
+	@echo "  make smoke [ARCH=]        boot and prove the series is in the kernel"
+	@echo "  make test                 everything CI runs: unit tests, lint, series, smoke, run"
+	@echo "  make kernel [ARCH=]       build the patched kernel (incremental, in the cache)"
+	@echo "  make debug ARCH=          QEMU paused + gdb with the kernel's and shstk-lab's helpers"
+	@echo "  make gdb-check ARCH=      scripted, checked gdb step-through of clone3 with a token"
+	@echo "  make check-series         git am the series onto the pristine tree, checkpatch it"
+	@echo "  make toolbox              make the trixie toolbox (QEMU 11, gdb 18, gcc 14)"
+	@echo "Cache: $${SHSTK_CACHE:-~/.cache/shstk-lab} (set SHSTK_CACHE to move it)"
+
+toolbox:
+	$(S)/toolbox.sh
+
+kernel:
+	@for a in $(ONE_ARCH); do $(S)/build-kernel.sh $$a || exit 1; done
+
+smoke:
+	@rc=0; for a in $(ALL_ARCHES); do $(S)/run.sh smoke $$a $(EMU) || rc=1; done; exit $$rc
+
+run:
+	@rc=0; for a in $(ALL_ARCHES); do $(S)/run.sh run $$a $(EMU) $(PROG) || rc=1; done; exit $$rc
+
+check-series:
+	$(S)/check-series.sh
+
+unit:
+	python3 -m unittest discover -s tests -t . -v
+
+lint:
+	$(S)/lint.sh
+
+test:
+	$(S)/test.sh $(ARCH)
+
+debug:
+	$(S)/debug.sh $(ONE_ARCH) $(EMU) $(PROG)
+
+gdb-check:
+	@rc=0; for a in $(ALL_ARCHES); do $(S)/gdb-check.sh $$a $(EMU) || rc=1; done; exit $$rc
+
+trace fuzz bench:
+	@echo "make $@: not implemented yet (see the open issues)" >&2; exit 2
+
+clean:
+	rm -rf out

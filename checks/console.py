@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Scan a guest's kernel console log for the signs of a broken kernel.
+
+Any of these makes a run fail whatever the tests said: the log is kept.
+"""
+import re
+
+# (what, pattern): the kernel's own wording for each kind of trouble.
+SIGNS = [
+    ("panic", re.compile(r"Kernel panic - not syncing")),
+    ("oops", re.compile(r"\bOops\b|Internal error: Oops")),
+    ("KASAN", re.compile(r"BUG: KASAN: ")),
+    ("soft lockup", re.compile(r"watchdog: BUG: soft lockup")),
+    ("lockdep", re.compile(r"WARNING: possible (circular|recursive) locking|inconsistent lock state")),
+    ("kmemleak", re.compile(r"kmemleak: \d+ new suspected memory leaks")),
+    ("RCU stall", re.compile(r"rcu: INFO: rcu_\w+ detected stalls")),
+    ("hung task", re.compile(r"INFO: task .* blocked for more than")),
+    # The general forms last: the specific ones above are also BUGs/WARNINGs.
+    ("BUG", re.compile(r"\bBUG: |kernel BUG at")),
+    ("WARN", re.compile(r"WARNING: CPU: \d+ PID: \d+|------------\[ cut here \]------------")),
+]
+
+
+def scan(text):
+    """Return a list of (kind, line) for every sign of trouble in @text."""
+    found = []
+    for line in text.splitlines():
+        for kind, pattern in SIGNS:
+            if pattern.search(line):
+                found.append((kind, line.strip()))
+                break
+    return found

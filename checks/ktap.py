@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Parse the guest's results channel.
+
+The guest's /init frames each program's output:
+
+    SHSTK-LAB BEGIN <name>
+    ... the program's KTAP (or TAP 13, as kselftest.h prints) ...
+    SHSTK-LAB END <name> rc=<exit status>
+    SHSTK-LAB DONE
+
+Each program becomes a Program with its test points, plan, exit status and
+metrics ("# metric: NAME=VALUE" diagnostics), and a verdict that trusts
+nothing it did not see: a missing plan, a count that does not match the plan,
+a non-zero exit or a missing END marker all fail the program.
+"""
+import re
+from dataclasses import dataclass, field
+
+RESULT_RE = re.compile(r"^(not ok|ok)\s+(\d+)\s*(?:-\s*)?([^#]*?)\s*(?:#\s*(SKIP|TODO|XFAIL)\b\s*(.*))?$",
+                       re.IGNORECASE)
+PLAN_RE = re.compile(r"^1\.\.(\d+)")
+METRIC_RE = re.compile(r"^#\s*metric:\s*([A-Za-z0-9_.-]+)=(-?[0-9]+(?:\.[0-9]+)?)\s*$")
+KSFT_SKIP = 4       # kselftest's exit status for "everything skipped"
+TIMEOUT_RCS = {124, 143}   # busybox timeout: 124, or killed by its TERM
+
+
+@dataclass
+class Point:
+    number: int
+    name: str
+    result: str          # "pass", "fail" or "skip"
+    reason: str = ""
+
+
+@dataclass
+class Program:
+    name: str
+    lines: list = field(default_factory=list)
+    rc: int | None = None
+    plan: int | None = None
+    points: list = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+    problems: list = field(default_factory=list)
+
+    @property
+    def verdict(self):
+        """'pass', 'skip' (ran, skipped everything it had to) or 'fail'."""
+        return "fail" if self.problems else ("skip" if self.points and all(
+            p.result == "skip" for p in self.points) else "pass")
+
+
+def parse_points(prog):
+    """Fill in @prog's plan, points and metrics from its raw lines.
+
+    Only top-level (unindented) lines count: indented lines belong to
+    subtests, which report to their parent line.
+    """
+    for line in prog.lines:
+        if line.startswith((" ", "\t")):
+            continue
+        m = PLAN_RE.match(line)
+        if m and prog.plan is None:
+            prog.plan = int(m.group(1))
+            continue
+        m = METRIC_RE.match(line)
+        if m:
+            value = m.group(2)
+            prog.metrics[m.group(1)] = float(value) if "." in value else int(value)
+            continue
+        m = RESULT_RE.match(line)
+        if m:
+            ok, num, desc, directive, reason = m.groups()
+            directive = (directive or "").upper()
+            if directive == "SKIP":
+                result = "skip"
+            elif ok.lower() == "ok" or directive in ("TODO", "XFAIL"):
+                result = "pass"
+            else:
+                result = "fail"
+            # kselftest.h puts the name after "# SKIP": use it when the
+            # description is empty.
+            name = desc.strip() or (reason or "").strip() or f"test {num}"
+            prog.points.append(Point(int(num), name, result, (reason or "").strip()))
+
+
+def judge(prog):
+    """Record in prog.problems everything that makes the program a failure."""
+    if prog.plan is None and not prog.points and prog.rc is not None:
+        # No KTAP at all: an exit-status test, judged as kselftest's runner
+        # judges one (0 pass, 4 skip, anything else fail).
+        result = {0: "pass", KSFT_SKIP: "skip"}.get(prog.rc, "fail")
+        prog.plan = 1
+        prog.points.append(Point(1, "exit status", result,
+                                 "exit status 4" if result == "skip" else ""))
+    if prog.rc is None:
+        prog.problems.append("no END marker: the program never finished (guest hang or crash?)")
+    elif prog.rc in TIMEOUT_RCS:
+        prog.problems.append(f"timed out in the guest (exit {prog.rc})")
+    elif prog.rc not in (0, KSFT_SKIP):
+        prog.problems.append(f"exit status {prog.rc}")
+    if prog.plan is None:
+        prog.problems.append("no KTAP plan")
+    elif len(prog.points) != prog.plan:
+        prog.problems.append(f"plan says {prog.plan} tests, saw {len(prog.points)}")
+    numbers = [p.number for p in prog.points]
+    if numbers != list(range(1, len(numbers) + 1)):
+        prog.problems.append("test numbers out of sequence")
+    for p in prog.points:
+        if p.result == "fail":
+            prog.problems.append(f"not ok {p.number} {p.name}")
+        if p.result == "skip" and not p.reason and not p.name:
+            prog.problems.append(f"test {p.number} skipped without a reason")
+    if prog.rc == KSFT_SKIP and any(p.result == "pass" for p in prog.points):
+        prog.problems.append("exit status 4 (skip) although tests passed")
+
+
+def parse(text):
+    """Parse the whole results channel: returns (guest_info, programs, done)."""
+    info, programs, current, done = {}, [], None, False
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        if line.startswith("SHSTK-LAB GUEST "):
+            info = dict(kv.split("=", 1) for kv in line.split()[2:] if "=" in kv)
+        elif line.startswith("SHSTK-LAB BEGIN "):
+            current = Program(line.split(None, 2)[2].strip())
+            programs.append(current)
+        elif line.startswith("SHSTK-LAB END ") and current is not None:
+            m = re.search(r"rc=(\d+)", line)
+            current.rc = int(m.group(1)) if m else None
+            current = None
+        elif line.strip() == "SHSTK-LAB DONE":
+            done = True
+        elif current is not None:
+            current.lines.append(line)
+    for prog in programs:
+        parse_points(prog)
+        judge(prog)
+    return info, programs, done

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Judge one guest run and report it.
+
+    python3 -m checks.report OUTDIR
+
+OUTDIR holds what scripts/boot-vm.sh left: console.log, guest.out and
+vm.json.  Writes OUTDIR/results.ktap (one top-level test per guest program,
+its own KTAP nested under it) and OUTDIR/results.json, prints a table, and
+exits 0 only if the VM powered off by itself, the console is clean, the
+guest finished its list and every program passed or skipped with a reason.
+"""
+import json
+import os
+import sys
+
+from checks import console, ktap
+
+# Our own suite is listed test point by test point; the kernel's selftests
+# (many points each) are summarised, with every point that did not pass.
+DETAILED = {"shstk_clone3", "user"}
+
+
+def load(outdir):
+    def read(name):
+        try:
+            with open(os.path.join(outdir, name), errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    vm = json.loads(read("vm.json") or "{}")
+    return vm, read("console.log") or "", read("guest.out") or ""
+
+
+def judge_run(vm, console_text, guest_text):
+    """Return (info, programs, run_problems) for one run."""
+    info, programs, done = ktap.parse(guest_text)
+    problems = []
+    if not vm:
+        problems.append("no vm.json: the emulator never ran to the end")
+    elif vm.get("timeout"):
+        problems.append(f"the guest hung: killed after the timeout ({vm.get('seconds')} s)")
+    elif vm.get("exit") not in (0, None) and not (vm.get("emu") == "bochs" and vm.get("exit") == 1):
+        # Bochs exits 1 on power-off and on panic alike: the console decides.
+        problems.append(f"emulator exit status {vm.get('exit')}")
+    for kind, line in console.scan(console_text):
+        problems.append(f"kernel {kind}: {line}")
+    if not done:
+        problems.append("the guest never reached the end of its test list")
+    if not programs:
+        problems.append("no guest program ran")
+    return info, programs, problems
+
+
+def counts(programs, run_problems):
+    passed = failed = skipped = 0
+    for prog in programs:
+        for p in prog.points:
+            passed += p.result == "pass"
+            failed += p.result == "fail"
+            skipped += p.result == "skip"
+        # A program can fail with every point fine (crash, timeout, bad plan).
+        if prog.verdict == "fail" and not any(p.result == "fail" for p in prog.points):
+            failed += 1
+    return passed, failed + len(run_problems), skipped
+
+
+def write_ktap(path, programs):
+    with open(path, "w") as f:
+        f.write(f"KTAP version 1\n1..{len(programs)}\n")
+        for i, prog in enumerate(programs, 1):
+            f.write(f"    # Subtest: {prog.name}\n")
+            for line in prog.lines:
+                f.write(f"    {line}\n")
+            status = "not ok" if prog.verdict == "fail" else "ok"
+            skip = " # SKIP all test points skipped" if prog.verdict == "skip" else ""
+            f.write(f"{status} {i} {prog.name}{skip}\n")
+
+
+def table(arch, emu, programs, run_problems):
+    rows = []
+    for prog in programs:
+        if prog.name in DETAILED or prog.verdict == "fail" and not prog.points:
+            for p in prog.points:
+                rows.append((prog.name, p.name, p.result.upper(), p.reason))
+        else:
+            n = {r: sum(p.result == r for p in prog.points) for r in ("pass", "fail", "skip")}
+            rows.append((prog.name, f"({len(prog.points)} points: {n['pass']} pass, "
+                         f"{n['fail']} fail, {n['skip']} skip)", prog.verdict.upper(), ""))
+            for p in prog.points:
+                if p.result == "fail":
+                    rows.append((prog.name, p.name, "FAIL", ""))
+        for problem in prog.problems:
+            if not problem.startswith("not ok "):
+                rows.append((prog.name, "(program)", "FAIL", problem))
+    for problem in run_problems:
+        rows.append(("(run)", "(vm)", "FAIL", problem))
+    w_prog = max([len(r[0]) for r in rows] + [7])
+    w_case = min(max([len(r[1]) for r in rows] + [4]), 60)
+    out = [f"{'arch':<7} {'emu':<5} {'program':<{w_prog}} {'case':<{w_case}} result"]
+    for prog, case, result, reason in rows:
+        line = f"{arch:<7} {emu:<5} {prog:<{w_prog}} {case:<{w_case}} {result}"
+        out.append(line + (f"  ({reason})" if reason else ""))
+    return "\n".join(out)
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.exit("usage: python3 -m checks.report OUTDIR")
+    outdir = argv[1]
+    vm, console_text, guest_text = load(outdir)
+    info, programs, run_problems = judge_run(vm, console_text, guest_text)
+    arch, emu = vm.get("arch", "?"), vm.get("emu", "?")
+    passed, failed, skipped = counts(programs, run_problems)
+    write_ktap(os.path.join(outdir, "results.ktap"), programs)
+    result = {
+        "arch": arch, "emu": emu, "guest": info, "vm": vm,
+        "passed": passed, "failed": failed, "skipped": skipped,
+        "run_problems": run_problems,
+        "programs": [{
+            "name": p.name, "rc": p.rc, "plan": p.plan, "verdict": p.verdict,
+            "problems": p.problems, "metrics": p.metrics,
+            "points": [vars(pt) for pt in p.points],
+        } for p in programs],
+    }
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    print(table(arch, emu, programs, run_problems))
+    for prog in programs:
+        for k, v in prog.metrics.items():
+            print(f"{arch} metric {prog.name}.{k} = {v}")
+    print(f"{arch}/{emu}: {passed} passed, {failed} failed, {skipped} skipped "
+          f"(vm {vm.get('seconds', '?')} s; logs in {outdir})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

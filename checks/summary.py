@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Sum up the steps of `make test` (scripts/test.sh).
+
+    python3 -m checks.summary LOGDIR NAME KIND RC [NAME KIND RC ...]
+
+KIND says how a step is counted:
+  unittest        python's unittest output ("Ran N tests", failures, skips)
+  ktap            the step printed KTAP: its test points
+  build           one point: the exit status
+  results:DIR     a VM run: DIR/results.json (checks/report.py)
+A step that exits non-zero with nothing failed in what it printed counts one
+failure more: a step can never fail silently.
+"""
+import json
+import os
+import re
+import sys
+
+from checks import ktap
+
+
+def count_unittest(text):
+    ran = re.search(r"^Ran (\d+) tests?", text, re.M)
+    total = int(ran.group(1)) if ran else 0
+    fails = sum(int(n) for n in re.findall(r"(?:failures|errors)=(\d+)", text))
+    skips = sum(int(n) for n in re.findall(r"skipped=(\d+)", text))
+    return total - fails - skips, fails, skips
+
+
+def count_ktap(text):
+    _, progs, _ = ktap.parse("SHSTK-LAB BEGIN step\n" + text + "\nSHSTK-LAB END step rc=0\n")
+    points = progs[0].points
+    return (sum(p.result == "pass" for p in points), sum(p.result == "fail" for p in points),
+            sum(p.result == "skip" for p in points))
+
+
+def count_results(outdir):
+    try:
+        with open(os.path.join(outdir, "results.json")) as f:
+            r = json.load(f)
+    except (OSError, ValueError):
+        return 0, 0, 0
+    return r["passed"], r["failed"], r["skipped"]
+
+
+def main(argv):
+    logdir, rest = argv[1], argv[2:]
+    total = [0, 0, 0]
+    print(f"{'step':<16} {'passed':>7} {'failed':>7} {'skipped':>8}  exit")
+    for i in range(0, len(rest), 3):
+        name, kind, rc = rest[i], rest[i + 1], int(rest[i + 2])
+        try:
+            with open(os.path.join(logdir, name + ".log"), errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = ""
+        if kind == "unittest":
+            p, f_, s = count_unittest(text)
+        elif kind == "ktap":
+            p, f_, s = count_ktap(text)
+        elif kind == "build":
+            p, f_, s = (1, 0, 0) if rc == 0 else (0, 1, 0)
+        elif kind.startswith("results:"):
+            p, f_, s = count_results(kind.split(":", 1)[1])
+        else:
+            sys.exit(f"summary: unknown kind {kind!r}")
+        if rc != 0 and f_ == 0:
+            f_ = 1
+        print(f"{name:<16} {p:>7} {f_:>7} {s:>8}  {rc}")
+        for j, v in enumerate((p, f_, s)):
+            total[j] += v
+    print(f"total: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
+    return 1 if total[1] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,795 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * shstk_clone3: every path of the clone3() shadow stack ABI, one KTAP test
+ * point per case.
+ *
+ * The parent maps shadow stacks with map_shadow_stack(SHADOW_STACK_SET_TOKEN)
+ * and passes the token's address in clone_args.shadow_stack_token.  Children
+ * run through clone3_run() (lib/shstk.h), which reads the child's shadow
+ * stack pointer before anything is pushed, calls a child function and exits
+ * with a raw syscall: children use no libc and report through a shared page.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "lib/shstk.h"
+#include "lib/ktap.h"
+
+#define PAGE		4096UL
+#define CHILD_STACK	(64 * 1024UL)
+#define NESTED_DEPTH	16
+#define MANY_THREADS	64
+#define MEM_THREADS	256
+#define RACE_ROUNDS	200
+/* Child exit status for "the SIGSEGV handler ran": base + si_code. */
+#define EXIT_SEGV_BASE	100
+#define EXIT_NO_FAULT	99
+
+bool shstk_enabled;
+
+/*
+ * What a child reports to its parent, in a MAP_SHARED page.  ssp comes
+ * first: clone3_run() stores the child's entry shadow stack pointer there.
+ */
+struct report {
+	volatile uint64_t ssp;		/* shadow stack pointer at child entry */
+	volatile uint64_t deep_ssp;	/* ... at the deepest nested call */
+	volatile long value;		/* result of the nested calls */
+	volatile int fd;		/* pipe to block on (memory case) */
+	volatile int *go;		/* start flag (race case) */
+	struct clone_args *args;	/* clone3 args for a grandchild (race) */
+};
+
+enum verdict { PASS, FAIL, SKIP };
+
+struct shstk_case {
+	const char *name;
+	bool needs_shstk;		/* SKIPped when no shadow stack */
+	bool before_enable;		/* runs before shadow stacks are on */
+	enum verdict (*run)(void);
+};
+
+static struct report *reports;		/* MEM_THREADS entries, shared */
+static char skip_reason[256];
+
+#define CHECK(cond, ...)					\
+	do {							\
+		if (!(cond)) {					\
+			ktap_diag("FAILED: %s", #cond);		\
+			ktap_diag(__VA_ARGS__);			\
+			return FAIL;				\
+		}						\
+	} while (0)
+
+/* ---- children: raw syscalls only, never return into the parent ---- */
+
+static __attribute__((noinline)) long nested(struct report *r, int depth)
+{
+	long v;
+
+	if (depth == 0) {
+		r->deep_ssp = read_ssp();
+		return 1;
+	}
+	v = nested(r, depth - 1);
+	/* Keep the call a real call: no tail call, no accumulator loop. */
+	asm volatile ("" : "+r"(v));
+	return v + depth;
+}
+
+/*
+ * With no function the child only records its entry SSP and exits, pushing
+ * nothing: the consumed token slot keeps the value the kernel left there.
+ */
+#define child_report NULL
+
+static long child_nested(void *arg, uint64_t ssp)
+{
+	struct report *r = arg;
+
+	r->value = nested(r, NESTED_DEPTH);
+	return 0;
+}
+
+/* Block until the parent closes the pipe: keeps the thread's stacks alive. */
+static long child_block(void *arg, uint64_t ssp)
+{
+	struct report *r = arg;
+	char c;
+
+	raw_syscall(__NR_read, r->fd, (long)&c, 1);
+	return 0;
+}
+
+/*
+ * forged_return() overwrites its own return address and returns: with a
+ * shadow stack that is a control protection fault; without one it lands on
+ * an undefined instruction (SIGILL).
+ */
+void forged_return(void);
+#if defined(__x86_64__)
+asm (".pushsection .text\n"
+	".globl forged_return\n"
+	"forged_return:\n"
+	"	lea forged_landing(%rip), %rax\n"
+	"	mov %rax, (%rsp)\n"
+	"	ret\n"
+	"forged_landing:\n"
+	"	ud2\n"
+	".popsection\n");
+#else
+asm (".pushsection .text\n"
+	".globl forged_return\n"
+	"forged_return:\n"
+	"	adr x30, forged_landing\n"
+	"	ret\n"
+	"forged_landing:\n"
+	"	udf #0\n"
+	".popsection\n");
+#endif
+
+static long child_forge(void *arg, uint64_t ssp)
+{
+	forged_return();
+	return EXIT_NO_FAULT;
+}
+
+static void fault_handler(int sig, siginfo_t *si, void *uc)
+{
+	raw_exit(sig == SIGSEGV ? EXIT_SEGV_BASE + si->si_code : EXIT_NO_FAULT);
+}
+
+/* Race: wait for the start flag, then clone3() with the shared token. */
+static long child_racer(void *arg, uint64_t ssp)
+{
+	struct report *r = arg;
+	long pid;
+
+	while (!__atomic_load_n(r->go, __ATOMIC_ACQUIRE))
+		;
+	pid = clone3_run(r->args, CLONE_ARGS_SIZE_VER3, NULL, NULL);
+	if (pid > 0) {
+		raw_syscall6(__NR_wait4, pid, 0, __WALL, 0, 0, 0);
+		return 0;
+	}
+	return -pid;
+}
+
+/* ---- parent helpers ---- */
+
+static void *map_stack(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED) {
+		ktap_diag("mmap stack: %s", strerror(errno));
+		exit(1);
+	}
+	return p;
+}
+
+/* A fresh shadow stack of @size with a token; returns the token address. */
+static uint64_t new_token(unsigned long size, unsigned long *base)
+{
+	long addr = map_shadow_stack(0, size, SHADOW_STACK_SET_TOKEN);
+
+	if (addr < 0 && addr > -4096)
+		return 0;
+	if (base)
+		*base = addr;
+	return shstk_token_addr(addr, size);
+}
+
+static uint64_t peek(uint64_t addr)
+{
+	return *(volatile uint64_t *)addr;
+}
+
+/* clone3() with @flags and @token; a new normal stack whenever CLONE_VM. */
+static long start_child(uint64_t flags, uint64_t token, size_t size,
+			long (*fn)(void *, uint64_t), struct report *r)
+{
+	/* Room for a struct larger than the kernel knows. */
+	struct {
+		struct clone_args args;
+		uint64_t unknown[2];
+	} ext;
+
+	memset(&ext, 0, sizeof(ext));
+	ext.args.flags = flags;
+	ext.args.exit_signal = SIGCHLD;
+	ext.args.shadow_stack_token = token;
+	if (flags & CLONE_VM) {
+		ext.args.stack = (uint64_t)map_stack(CHILD_STACK);
+		ext.args.stack_size = CHILD_STACK;
+	}
+	if (size > sizeof(ext.args))
+		ext.unknown[0] = 1;	/* a non-zero field it does not know */
+	r->ssp = 0;
+	r->deep_ssp = 0;
+	r->value = 0;
+	return clone3_run(&ext.args, size, fn, r);
+}
+
+/* Wait for @pid; returns its exit status, or 1000 + signal if killed. */
+static int reap(long pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, __WALL) != pid)
+		return -1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 1000 + WTERMSIG(status);
+}
+
+/*
+ * The shadow stack VMAs from /proc/self/smaps.  With @addr, returns whether
+ * the VMA containing it is a shadow stack ("ss" in VmFlags); always adds the
+ * Size and Rss (KiB) of all shadow stack VMAs to @size_kb / @rss_kb.
+ */
+static bool smaps_shstk(uint64_t addr, long *size_kb, long *rss_kb)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	unsigned long start = 0, end = 0;
+	long size = 0, rss = 0;
+	bool found = false;
+	char line[512];
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, ' ') &&
+		    line[strspn(line, "0123456789abcdef")] == '-') {
+			start = s;
+			end = e;
+		} else if (!strncmp(line, "Size:", 5)) {
+			size = strtol(line + 5, NULL, 10);
+		} else if (!strncmp(line, "Rss:", 4)) {
+			rss = strtol(line + 4, NULL, 10);
+		} else if (!strncmp(line, "VmFlags:", 8) && strstr(line, " ss")) {
+			if (addr >= start && addr < end)
+				found = true;
+			if (size_kb)
+				*size_kb += size;
+			if (rss_kb)
+				*rss_kb += rss;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* ---- the cases ---- */
+
+/* 1: the token is valid, consumed, and the child starts just above it. */
+static enum verdict token_consumed_child_on_new_stack(void)
+{
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	long pid;
+
+	CHECK(token, "map_shadow_stack failed");
+	CHECK(smaps_shstk(token, NULL, NULL), "token %#lx not in an ss VMA", (long)token);
+	CHECK(peek(token) == shstk_expected_token(token),
+	      "token word %#lx, expected %#lx", (long)peek(token),
+	      (long)shstk_expected_token(token));
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	CHECK(pid > 0, "clone3 returned %ld", pid);
+	CHECK(reap(pid) == 0, "child did not exit 0");
+	ktap_diag("token %#lx child ssp %#lx word after %#lx", (long)token,
+		  (long)r->ssp, (long)peek(token));
+	CHECK(r->ssp == token + SHSTK_SLOT, "child ssp %#lx, expected %#lx",
+	      (long)r->ssp, (long)(token + SHSTK_SLOT));
+	CHECK(peek(token) == 0, "token not consumed: %#lx", (long)peek(token));
+	return PASS;
+}
+
+/* 2a: nested calls in the child push onto and return from the new stack. */
+static enum verdict child_nested_calls(void)
+{
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	long pid, want = 1 + NESTED_DEPTH * (NESTED_DEPTH + 1) / 2;
+	/* child fn + NESTED_DEPTH + 1 nested frames below the entry SSP */
+	uint64_t deep = token + SHSTK_SLOT - (NESTED_DEPTH + 2) * SHSTK_SLOT;
+
+	CHECK(token, "map_shadow_stack failed");
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_nested, r);
+	CHECK(pid > 0, "clone3 returned %ld", pid);
+	CHECK(reap(pid) == 0, "child did not exit 0");
+	CHECK(r->value == want, "nested result %ld, expected %ld", r->value, want);
+	CHECK(r->deep_ssp == deep, "deepest ssp %#lx, expected %#lx",
+	      (long)r->deep_ssp, (long)deep);
+	return PASS;
+}
+
+/* 2b: a forged return address in the child is a shadow stack fault. */
+static enum verdict child_forged_return_faults(void)
+{
+	struct sigaction sa = { .sa_sigaction = fault_handler, .sa_flags = SA_SIGINFO };
+	struct sigaction old_segv, old_ill;
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	long pid;
+	int st;
+
+	CHECK(token, "map_shadow_stack failed");
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sigaction(SIGILL, &sa, &old_ill);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_forge, r);
+	st = pid > 0 ? reap(pid) : -1;
+	sigaction(SIGSEGV, &old_segv, NULL);
+	sigaction(SIGILL, &old_ill, NULL);
+	CHECK(pid > 0, "clone3 returned %ld", pid);
+	CHECK(r->ssp == token + SHSTK_SLOT, "child ssp %#lx", (long)r->ssp);
+	CHECK(st == EXIT_SEGV_BASE + SEGV_CPERR,
+	      "child status %d, expected SIGSEGV with si_code SEGV_CPERR (%d)", st,
+	      EXIT_SEGV_BASE + SEGV_CPERR);
+	return PASS;
+}
+
+/* 3a: a consumed token cannot start a second thread. */
+static enum verdict reuse_consumed_token_einval(void)
+{
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	long pid;
+
+	CHECK(token, "map_shadow_stack failed");
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	CHECK(pid > 0 && reap(pid) == 0, "first clone3 failed: %ld", pid);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -EINVAL, "second clone3 returned %ld, expected %d", pid, -EINVAL);
+	return PASS;
+}
+
+/* 3b: a token address that is not 8-byte aligned. */
+static enum verdict misaligned_token_einval(void)
+{
+	struct report *r = &reports[0];
+	uint64_t token;
+	long pid;
+
+	if (shstk_enabled)
+		token = new_token(PAGE, NULL);
+	else
+		token = (uint64_t)map_stack(PAGE) + PAGE - SHSTK_SLOT;
+	CHECK(token, "map_shadow_stack failed");
+	pid = start_child(CLONE_VM, token - 1, CLONE_ARGS_SIZE_VER3, child_report, r);
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
+	if (shstk_enabled)
+		CHECK(peek(token) == shstk_expected_token(token), "token changed");
+	return PASS;
+}
+
+/* 3c: a "token" in ordinary memory. */
+static enum verdict normal_memory_efault(void)
+{
+	struct report *r = &reports[0];
+	uint64_t *mem = malloc(PAGE);
+	uint64_t token = (uint64_t)&mem[PAGE / 8 - 1];
+	long pid;
+
+	*(uint64_t *)token = shstk_expected_token(token);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -EFAULT, "clone3 returned %ld, expected %d", pid, -EFAULT);
+	CHECK(peek(token) == shstk_expected_token(token), "word changed");
+	free(mem);
+	return PASS;
+}
+
+/* 3d: a shadow stack page mapped without a token. */
+static enum verdict shstk_page_without_token_einval(void)
+{
+	struct report *r = &reports[0];
+	long base = map_shadow_stack(0, PAGE, 0);
+	uint64_t token = shstk_token_addr(base, PAGE);
+	long pid;
+
+	CHECK(base > 0, "map_shadow_stack failed: %ld", base);
+	CHECK(peek(token) == 0, "page not empty");
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
+	return PASS;
+}
+
+/* 3e: an address with nothing mapped. */
+static enum verdict unmapped_address_efault(void)
+{
+	struct report *r = &reports[0];
+	unsigned long base;
+	uint64_t token = new_token(PAGE, &base);
+	long pid;
+
+	CHECK(token, "map_shadow_stack failed");
+	CHECK(munmap((void *)base, PAGE) == 0, "munmap: %s", strerror(errno));
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -EFAULT, "clone3 returned %ld, expected %d", pid, -EFAULT);
+	return PASS;
+}
+
+/*
+ * 4a: with size 88 (VER2) the kernel never reads the field: a misaligned
+ * value, which size 96 refuses, does not matter, and a real token stays.
+ */
+static enum verdict size_ver2_ignores_token(void)
+{
+	struct report *r = &reports[0];
+	uint64_t token = shstk_enabled ? new_token(PAGE, NULL) : 0x1001;
+	long pid;
+
+	CHECK(token, "map_shadow_stack failed");
+	pid = start_child(0, token | 1, CLONE_ARGS_SIZE_VER2, child_report, r);
+	CHECK(pid > 0, "clone3 returned %ld", pid);
+	CHECK(reap(pid) == 0, "child did not exit 0");
+	if (shstk_enabled) {
+		pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER2, child_report, r);
+		CHECK(pid > 0 && reap(pid) == 0, "clone3 VER2 with token: %ld", pid);
+		CHECK(r->ssp != token + SHSTK_SLOT, "child used the token");
+		CHECK(peek(token) == shstk_expected_token(token), "token consumed");
+	}
+	return PASS;
+}
+
+/* 4b: with size 96 (VER3) the field is read. */
+static enum verdict size_ver3_reads_token(void)
+{
+	struct report *r = &reports[0];
+	long pid = start_child(0, 0x1001, CLONE_ARGS_SIZE_VER3, child_report, r);
+
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
+	return PASS;
+}
+
+/* 4c: a struct larger than the kernel knows, with a non-zero tail. */
+static enum verdict size_larger_nonzero_tail_e2big(void)
+{
+	struct report *r = &reports[0];
+	long pid = start_child(0, 0, CLONE_ARGS_SIZE_VER3 + 8, child_report, r);
+
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -E2BIG, "clone3 returned %ld, expected %d", pid, -E2BIG);
+	return PASS;
+}
+
+/*
+ * 5: a caller without shadow stacks enabled.  Both architectures refuse
+ * the token with EINVAL and leave it untouched.  Where the CPU has no shadow
+ * stack, map_shadow_stack() fails, so an aligned ordinary word stands in.
+ */
+static enum verdict caller_without_shstk_einval(void)
+{
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	bool real = token != 0;
+	long pid;
+
+	if (!real)
+		token = (uint64_t)map_stack(PAGE) + PAGE - 8;
+	ktap_diag("token %s", real ? "from map_shadow_stack" :
+		  "in ordinary memory (no shadow stack)");
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
+	if (real)
+		CHECK(peek(token) == shstk_expected_token(token), "token changed");
+	return PASS;
+}
+
+/*
+ * 6: without CLONE_VM the token is checked and consumed in the child's copy
+ * of the caller's memory: the child starts on it, the caller's copy of the
+ * token is left valid.  With CLONE_VM | CLONE_VFORK the memory is shared, so
+ * the caller sees it consumed.
+ */
+static enum verdict token_with_flags(uint64_t flags, bool consumed_in_parent)
+{
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	long pid;
+
+	CHECK(token, "map_shadow_stack failed");
+	pid = start_child(flags, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	CHECK(pid > 0, "clone3 returned %ld", pid);
+	CHECK(reap(pid) == 0, "child did not exit 0");
+	ktap_diag("flags %#lx: child ssp %#lx, parent's token word %#lx",
+		  (long)flags, (long)r->ssp, (long)peek(token));
+	CHECK(r->ssp == token + SHSTK_SLOT, "child ssp %#lx, expected %#lx",
+	      (long)r->ssp, (long)(token + SHSTK_SLOT));
+	if (consumed_in_parent)
+		CHECK(peek(token) == 0, "token not consumed");
+	else
+		CHECK(peek(token) == shstk_expected_token(token),
+		      "parent's copy of the token changed");
+	return PASS;
+}
+
+static enum verdict no_clone_vm_token_in_child_copy(void)
+{
+	return token_with_flags(0, false);
+}
+
+static enum verdict clone_vfork_token_in_child_copy(void)
+{
+	return token_with_flags(CLONE_VFORK, false);
+}
+
+static enum verdict clone_vm_vfork_token_consumed(void)
+{
+	return token_with_flags(CLONE_VM | CLONE_VFORK, true);
+}
+
+/* 7: many threads, each on its own small shadow stack, all at once. */
+static enum verdict threads_64_own_shstk(void)
+{
+	static unsigned long base[MANY_THREADS];
+	static uint64_t token[MANY_THREADS];
+	static long pid[MANY_THREADS];
+	long want = 1 + NESTED_DEPTH * (NESTED_DEPTH + 1) / 2;
+	int i, bad = 0;
+
+	for (i = 0; i < MANY_THREADS; i++) {
+		token[i] = new_token(PAGE, &base[i]);
+		CHECK(token[i], "map_shadow_stack %d failed", i);
+	}
+	for (i = 0; i < MANY_THREADS; i++)
+		pid[i] = start_child(CLONE_VM, token[i], CLONE_ARGS_SIZE_VER3,
+				     child_nested, &reports[i]);
+	for (i = 0; i < MANY_THREADS; i++) {
+		if (pid[i] <= 0 || reap(pid[i]) != 0 || reports[i].value != want ||
+		    reports[i].ssp != token[i] + SHSTK_SLOT) {
+			ktap_diag("thread %d: pid %ld ssp %#lx value %ld", i, pid[i],
+				  (long)reports[i].ssp, reports[i].value);
+			bad++;
+		}
+	}
+	CHECK(!bad, "%d of %d threads went wrong", bad, MANY_THREADS);
+	/* The kernel never owned them: still mapped, and ours to unmap. */
+	for (i = 0; i < MANY_THREADS; i++) {
+		CHECK(smaps_shstk(token[i], NULL, NULL), "stack %d no longer mapped", i);
+		CHECK(munmap((void *)base[i], PAGE) == 0, "munmap %d: %s", i, strerror(errno));
+		CHECK(!smaps_shstk(token[i], NULL, NULL), "stack %d still mapped", i);
+	}
+	return PASS;
+}
+
+/*
+ * 8: what the feature is for.  MEM_THREADS threads alive at once with 4 KiB
+ * shadow stacks from map_shadow_stack(), against the same number with
+ * shadow stacks the kernel sizes from an 8 MiB thread stack (glibc's
+ * default).  Reported from the "ss" VMAs in /proc/self/smaps.
+ */
+static enum verdict mem_run(bool user, long *size_kb, long *rss_kb)
+{
+	static long pid[MEM_THREADS];
+	static void *stacks[MEM_THREADS];
+	size_t stack = user ? CHILD_STACK : 8UL << 20;
+	long before_size = 0, before_rss = 0;
+	int fds[2], i, started = 0;
+
+	CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
+	smaps_shstk(0, &before_size, &before_rss);
+	for (i = 0; i < MEM_THREADS; i++) {
+		struct clone_args args = {
+			.flags = CLONE_VM | CLONE_FILES,
+			.exit_signal = SIGCHLD,
+			.stack = (uint64_t)(stacks[i] = map_stack(stack)),
+			.stack_size = stack,
+		};
+
+		if (user) {
+			args.shadow_stack_token = new_token(PAGE, NULL);
+			CHECK(args.shadow_stack_token, "map_shadow_stack %d failed", i);
+		}
+		memset(&reports[i], 0, sizeof(reports[i]));
+		reports[i].fd = fds[0];
+		pid[i] = clone3_run(&args, CLONE_ARGS_SIZE_VER3, child_block, &reports[i]);
+		if (pid[i] > 0)
+			started++;
+	}
+	/* Every thread has entered child_block() once its ssp is reported. */
+	for (i = 0; i < MEM_THREADS; i++)
+		while (pid[i] > 0 && !reports[i].ssp)
+			usleep(1000);
+	*size_kb = -before_size;
+	*rss_kb = -before_rss;
+	smaps_shstk(0, size_kb, rss_kb);
+	close(fds[1]);
+	for (i = 0; i < MEM_THREADS; i++) {
+		if (pid[i] > 0 && reap(pid[i]) != 0)
+			started = -1;
+		munmap(stacks[i], stack);
+	}
+	close(fds[0]);
+	CHECK(started == MEM_THREADS, "only %d of %d threads ran cleanly", started, MEM_THREADS);
+	return PASS;
+}
+
+static enum verdict memory_256_threads(void)
+{
+	long user_size, user_rss, kern_size, kern_rss;
+
+	CHECK(mem_run(true, &user_size, &user_rss) == PASS, "user-sized run failed");
+	CHECK(mem_run(false, &kern_size, &kern_rss) == PASS, "kernel-sized run failed");
+	ktap_diag("metric: shstk_user_256_size_kb=%ld", user_size);
+	ktap_diag("metric: shstk_user_256_rss_kb=%ld", user_rss);
+	ktap_diag("metric: shstk_kernel_256_size_kb=%ld", kern_size);
+	ktap_diag("metric: shstk_kernel_256_rss_kb=%ld", kern_rss);
+	CHECK(user_size == MEM_THREADS * PAGE / 1024,
+	      "user-sized shadow stacks: %ld KiB, expected %lu", user_size,
+	      MEM_THREADS * PAGE / 1024);
+	CHECK(kern_size > user_size, "kernel-sized not larger: %ld KiB", kern_size);
+	return PASS;
+}
+
+/* 9: two threads race clone3() on one token: exactly one wins each round. */
+static enum verdict race_same_token_one_wins(void)
+{
+	struct clone_args child_args[2];
+	static volatile int go;
+	int round, i, wins, einval;
+
+	for (round = 0; round < RACE_ROUNDS; round++) {
+		uint64_t token = new_token(PAGE, NULL);
+		long pid[2];
+		int st[2];
+
+		CHECK(token, "map_shadow_stack failed");
+		go = 0;
+		for (i = 0; i < 2; i++) {
+			child_args[i] = (struct clone_args) {
+				.flags = CLONE_VM,
+				.exit_signal = SIGCHLD,
+				.stack = (uint64_t)map_stack(CHILD_STACK),
+				.stack_size = CHILD_STACK,
+				.shadow_stack_token = token,
+			};
+			memset(&reports[i], 0, sizeof(reports[i]));
+			reports[i].go = &go;
+			reports[i].args = &child_args[i];
+			pid[i] = start_child(CLONE_VM, 0, CLONE_ARGS_SIZE_VER3,
+					     child_racer, &reports[i]);
+			CHECK(pid[i] > 0, "racer clone3: %ld", pid[i]);
+		}
+		__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+		wins = 0;
+		einval = 0;
+		for (i = 0; i < 2; i++) {
+			st[i] = reap(pid[i]);
+			wins += st[i] == 0;
+			einval += st[i] == EINVAL;
+			munmap((void *)child_args[i].stack, CHILD_STACK);
+		}
+		CHECK(wins == 1 && einval == 1, "round %d: racers exited %d and %d",
+		      round, st[0], st[1]);
+		CHECK(peek(token) == 0, "round %d: token not consumed", round);
+		munmap((void *)(token + SHSTK_SLOT - PAGE), PAGE);
+	}
+	ktap_diag("%d rounds, one winner each", RACE_ROUNDS);
+	return PASS;
+}
+
+/* The one list of cases, in the order they run. */
+static const struct shstk_case cases[] = {
+	{ "caller_without_shstk_einval", false, true, caller_without_shstk_einval },
+	{ "size_ver2_ignores_token", false, true, size_ver2_ignores_token },
+	{ "size_ver3_reads_token", false, true, size_ver3_reads_token },
+	{ "size_larger_nonzero_tail_e2big", false, true, size_larger_nonzero_tail_e2big },
+	{ "misaligned_token_einval", false, false, misaligned_token_einval },
+	{ "token_consumed_child_on_new_stack", true, false, token_consumed_child_on_new_stack },
+	{ "child_nested_calls", true, false, child_nested_calls },
+	{ "child_forged_return_faults", true, false, child_forged_return_faults },
+	{ "reuse_consumed_token_einval", true, false, reuse_consumed_token_einval },
+	{ "normal_memory_efault", true, false, normal_memory_efault },
+	{ "shstk_page_without_token_einval", true, false, shstk_page_without_token_einval },
+	{ "unmapped_address_efault", true, false, unmapped_address_efault },
+	{ "no_clone_vm_token_in_child_copy", true, false, no_clone_vm_token_in_child_copy },
+	{ "clone_vfork_token_in_child_copy", true, false, clone_vfork_token_in_child_copy },
+	{ "clone_vm_vfork_token_consumed", true, false, clone_vm_vfork_token_consumed },
+	{ "threads_64_own_shstk", true, false, threads_64_own_shstk },
+	{ "memory_256_threads", true, false, memory_256_threads },
+	{ "race_same_token_one_wins", true, false, race_same_token_one_wins },
+};
+
+/* Does the CPU offer user shadow stacks at all? */
+static bool cpu_has_shstk(void)
+{
+#if defined(__x86_64__)
+	char line[4096];
+	bool found = false;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, "flags", 5) && strstr(line, " user_shstk");
+	if (f)
+		fclose(f);
+	return found;
+#else
+	return getauxval(AT_HWCAP) & (1UL << 32);	/* HWCAP_GCS */
+#endif
+}
+
+static void run_case(const struct shstk_case *c)
+{
+	enum verdict v;
+
+	if (c->needs_shstk && !shstk_enabled) {
+		ktap_result(0, c->name, skip_reason);
+		return;
+	}
+	ktap_diag("running %s", c->name);
+	v = c->run();
+	ktap_result(v == PASS, c->name, NULL);
+}
+
+/*
+ * main() enables shadow stacks part way and so must never return: it ends
+ * in exit() through ktap_finish().
+ */
+int main(void)
+{
+	const char *why = getenv("SHSTK_LAB_NO_SHSTK_WHY");
+	size_t i, n = ARRAY_SIZE(cases);
+	bool cpu = cpu_has_shstk();
+
+	ktap_plan(n);
+	ktap_diag("arch %s, cpu shadow stack: %s", SHSTK_ARCH_NAME, cpu ? "yes" : "no");
+	reports = mmap(NULL, MEM_THREADS * sizeof(*reports), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (reports == MAP_FAILED) {
+		ktap_diag("mmap reports: %s", strerror(errno));
+		exit(1);
+	}
+
+	for (i = 0; i < n; i++)
+		if (cases[i].before_enable)
+			run_case(&cases[i]);
+
+	shstk_enabled = shstk_enable();
+	if (!cpu)
+		snprintf(skip_reason, sizeof(skip_reason), "CPU has no user shadow stack%s%s%s",
+			 why ? " (" : "", why ? why : "", why ? ")" : "");
+	else if (!shstk_enabled)
+		snprintf(skip_reason, sizeof(skip_reason), "enabling shadow stacks failed");
+	ktap_diag("shadow stack enabled: %s", shstk_enabled ? "yes" : "no");
+
+	for (i = 0; i < n; i++) {
+		if (cases[i].before_enable)
+			continue;
+		/* The CPU has shadow stacks but they could not be enabled: a failure. */
+		if (cases[i].needs_shstk && cpu && !shstk_enabled) {
+			ktap_diag("%s", skip_reason);
+			ktap_result(0, cases[i].name, NULL);
+			continue;
+		}
+		run_case(&cases[i]);
+	}
+	ktap_finish();
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot one guest to completion under an emulator, with a hard timeout.
+#
+#   scripts/boot-vm.sh ARCH EMU KERNEL INITRD OUTDIR TIMEOUT [EXTRA-APPEND]
+#
+# Writes OUTDIR/console.log (kernel console), OUTDIR/guest.out (the results
+# channel) and OUTDIR/vm.json (how the emulator ended and how long it took).
+# Exit status: the emulator's, or 124 on timeout.  Nothing is judged here:
+# checks/ reads these files.  With GDB_PORT set the emulator waits for gdb.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+ARCH=$(shstk_arch "${1:-}")
+EMU=${2:-qemu}
+KERNEL=${3:?kernel image}
+INITRD=${4:?initramfs}
+OUT=${5:?output directory}
+TIMEOUT=${6:?timeout in seconds}
+APPEND=${7:-}
+[ -f "$SHSTK_TOP/scripts/emulators/$EMU.sh" ] || die "unknown EMU '$EMU' (use qemu or bochs)"
+[ -f "$KERNEL" ] || die "no kernel image $KERNEL (make kernel ARCH=$ARCH)"
+[ -f "$INITRD" ] || die "no guest image $INITRD"
+# shellcheck source=scripts/emulators/qemu.sh
+. "$SHSTK_TOP/scripts/emulators/$EMU.sh"
+
+mkdir -p "$OUT"
+rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json"
+: >"$OUT/console.log"
+: >"$OUT/guest.out"
+emu_command
+
+# Follow the results channel and show which guest program is running.
+follow() {
+	tail -n +1 -F "$OUT/guest.out" 2>/dev/null | while read -r line; do
+		case "$line" in
+		"SHSTK-LAB BEGIN "*) msg "guest: running ${line#SHSTK-LAB BEGIN }" ;;
+		"SHSTK-LAB END "*) msg "guest: ${line#SHSTK-LAB END }" ;;
+		esac
+	done
+}
+follow &
+follower=$!
+emu_pid=
+cleanup() {
+	[ -z "$emu_pid" ] || kill "$emu_pid" 2>/dev/null || true
+	kill "$follower" 2>/dev/null || true
+	pkill -P "$follower" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'msg "interrupted"; exit 130' INT TERM
+
+t0=$EPOCHREALTIME
+rc=0
+# timeout sends TERM, then KILL 5 s later; its own status is 124 on expiry.
+tb timeout -k 5 "$TIMEOUT" "${EMU_CMD[@]}" </dev/null >"$OUT/emulator.log" 2>&1 &
+emu_pid=$!
+wait "$emu_pid" || rc=$?
+emu_pid=
+t1=$EPOCHREALTIME
+printf '{"arch": "%s", "emu": "%s", "exit": %d, "timeout": %s, "seconds": %.2f}\n' \
+	"$ARCH" "$EMU" "$rc" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
+	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >"$OUT/vm.json"
+sleep 0.2	# let the follower print the last lines
+[ "$rc" -ne 124 ] || msg "emulator timed out after $TIMEOUT s; console log: $OUT/console.log"
+exit "$rc"

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the guest image for one architecture: the programs of
+# guest/tests.list (ours and the patched kernel's selftests, all static),
+# busybox, and guest/init.sh, packed into an initramfs.
+#
+#   scripts/build-guest.sh ARCH [SUITE]        a suite of guest/tests.list
+#                                              (run by default, or smoke)
+#   scripts/build-guest.sh ARCH --prog FILE    one user program instead
+#
+# Prints the path of the image it built.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+arch_vars "${1:-}"
+shift || true
+prog=
+suite=run
+if [ "${1:-}" = --prog ]; then
+	prog=${2:?--prog needs a file}
+	[ -f "$prog" ] || die "PROG=$prog does not exist"
+	prog=$(readlink -f "$prog")
+	python3 "$SHSTK_TOP/scripts/elfcheck.py" "$prog" "$ARCH" || exit 1
+elif [ -n "${1:-}" ]; then
+	suite=$1
+fi
+
+SRC=$SHSTK_CACHE/src/linux
+SEL=$SRC/tools/testing/selftests
+GUEST=$SHSTK_CACHE/guest/$ARCH
+HDR=$KBUILD_DIR/usr/include
+CC=${CROSS_COMPILE}gcc-14
+[ -d "$HDR/linux" ] || die "no kernel headers in $HDR: build the kernel first (make kernel ARCH=$ARCH)"
+mkdir -p "$GUEST/bin" "$GUEST/ksft"
+
+# The tests of guest/tests.list for this arch and suite: "name timeout source".
+suite() {
+	awk -v arch="$ARCH" -v suite="$suite" '!/^#/ && NF >= 5 &&
+		index("," $2 ",", "," arch ",") && index("," $3 ",", "," suite ",") { print $1, $4, $5 }' \
+		"$SHSTK_TOP/guest/tests.list"
+}
+
+build_ours() {
+	local name=$1 file=$2 out=$GUEST/bin/$1
+	mkdir -p "$(dirname "$out")"
+	tb "$CC" -static -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror \
+		-isystem "$HDR" -I"$SHSTK_TOP/guest" -o "$out" "$SHSTK_TOP/guest/$file" ||
+		die "compiling guest/$file for $ARCH failed"
+}
+
+# The selftests' Makefiles take their kernel headers from the source tree's
+# usr/include, which only one arch can occupy at a time: install ours there
+# under a lock for the length of the selftest builds.
+build_kselftests() {
+	local names=("$@") t dir target
+	exec 9>"$SHSTK_CACHE/src/selftests.lock"
+	flock 9
+	kmake -s INSTALL_HDR_PATH="$SRC/usr" headers_install >/dev/null || die "installing $ARCH kernel headers for the selftests failed"
+	for t in "${names[@]}"; do
+		dir=${t%/*} target=${t##*/}
+		mkdir -p "$GUEST/ksft/$dir"
+		tb make -s -C "$SEL/$dir" OUTPUT="$GUEST/ksft/$dir" ARCH="$KARCH" \
+			CROSS_COMPILE="$CROSS_COMPILE" CC="$CC -static" USERLDFLAGS=-static \
+			USERCFLAGS="-isystem $SRC/usr/include -I$SEL -I$SRC/tools/include" \
+			"$GUEST/ksft/$dir/$target" >"$GUEST/ksft/build.log" 2>&1 || {
+			tail -n 20 "$GUEST/ksft/build.log" >&2
+			die "building selftest $t for $ARCH failed"
+		}
+	done
+	# The gcs stress test starts this helper from beside itself.
+	if [[ " ${names[*]} " == *" arm64/gcs/gcs-stress "* ]]; then
+		tb make -s -C "$SEL/arm64/gcs" OUTPUT="$GUEST/ksft/arm64/gcs" CC="$CC -static" \
+			"$GUEST/ksft/arm64/gcs/gcs-stress-thread" >>"$GUEST/ksft/build.log" 2>&1 ||
+			die "building gcs-stress-thread failed"
+	fi
+	flock -u 9
+}
+
+# Debian's busybox-static for the guest arch, downloaded once into the cache.
+busybox() {
+	local bb=$SHSTK_CACHE/busybox/$DEB_ARCH deb
+	BUSYBOX=$bb/usr/bin/busybox
+	if [ ! -x "$BUSYBOX" ]; then
+		mkdir -p "$bb/deb"
+		(cd "$bb/deb" && "$SHSTK_TOP/scripts/apt-local" -qq download "busybox-static:$DEB_ARCH" >/dev/null 2>&1) || {
+			"$SHSTK_TOP/scripts/apt-local" -qq update >/dev/null ||
+				die "apt update (project-local) failed"
+			(cd "$bb/deb" && "$SHSTK_TOP/scripts/apt-local" -qq download "busybox-static:$DEB_ARCH") ||
+				die "downloading busybox-static:$DEB_ARCH failed"
+		}
+		deb=$(find "$bb/deb" -name 'busybox-static_*.deb' | head -n1)
+		dpkg-deb -x "$deb" "$bb"
+		[ -x "$BUSYBOX" ] || die "$deb has no usr/bin/busybox"
+	fi
+}
+
+[ -z "$prog" ] || suite=prog
+list=$GUEST/$suite.list
+tests=$GUEST/$suite.tests
+image=$GUEST/$suite.cpio.gz
+: >"$tests"
+busybox
+{
+	for d in /bin /sbin /dev /proc /sys /tmp /run /tests /usr /usr/bin /usr/sbin; do
+		echo "dir $d 0755 0 0"
+	done
+	echo "nod /dev/console 0600 0 0 c 5 1"
+	echo "file /bin/busybox $BUSYBOX 0755 0 0"
+	echo "file /init $SHSTK_TOP/guest/init.sh 0755 0 0"
+} >"$list"
+
+if [ -n "$prog" ]; then
+	echo "dir /tests/user 0755 0 0" >>"$list"
+	echo "file /tests/user/$(basename "$prog") $prog 0755 0 0" >>"$list"
+	echo "user /tests/user/$(basename "$prog") ${SHSTK_PROG_TIMEOUT:-600}" >>"$tests"
+else
+	ksft=()
+	while read -r name timeout src; do
+		case "$src" in
+		guest:*) build_ours "$name" "${src#guest:}" ;;
+		kselftest:*) ksft+=("${src#kselftest:}") ;;
+		*) die "guest/tests.list: unknown source '$src' for $name" ;;
+		esac
+	done < <(suite)
+	[ "${#ksft[@]}" -gt 0 ] || [ -n "$(suite)" ] || die "suite '$suite' has no programs for $ARCH in guest/tests.list"
+	[ "${#ksft[@]}" -eq 0 ] || build_kselftests "${ksft[@]}"
+	declare -A dirs=()
+	while read -r name timeout src; do
+		case "$src" in
+		guest:*) host=$GUEST/bin/$name guest=/tests/$name ;;
+		kselftest:*) host=$GUEST/ksft/${src#kselftest:} guest=/tests/ksft/${src#kselftest:} ;;
+		esac
+		d=$(dirname "$guest")
+		while [ "$d" != / ] && [ -z "${dirs[$d]:-}" ]; do
+			dirs[$d]=1
+			d=$(dirname "$d")
+		done
+		echo "file $guest $host 0755 0 0" >>"$list.files"
+		echo "$name $guest $timeout" >>"$tests"
+	done < <(suite)
+	if [ -n "${dirs[/tests/ksft/arm64/gcs]:-}" ]; then
+		echo "file /tests/ksft/arm64/gcs/gcs-stress-thread $GUEST/ksft/arm64/gcs/gcs-stress-thread 0755 0 0" >>"$list.files"
+	fi
+	printf '%s\n' "${!dirs[@]}" | sort | sed 's/.*/dir & 0755 0 0/' >>"$list"
+	cat "$list.files" >>"$list"
+	rm -f "$list.files"
+fi
+echo "file /tests/list $tests 0644 0 0" >>"$list"
+python3 "$SHSTK_TOP/scripts/mkinitramfs.py" "$list" "$image"
+echo "$image"

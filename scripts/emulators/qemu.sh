@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# The QEMU command line, per architecture: the one place that decides it.
+# Sourced by scripts/boot-vm.sh, which sets KERNEL, INITRD, APPEND, OUT
+# (console.log and guest.out go there) and optionally GDB_PORT, then calls
+# emu_command to fill the EMU_CMD array.
+#
+# Why these settings:
+#  - arm64 "-M virt -cpu max" is the only way to get FEAT_GCS (QEMU >= 10.2).
+#  - x86_64 "-cpu max": TCG has no CET, so the guest has no user shadow stack;
+#    shstk.why= lets guest programs say so in their SKIP lines.
+#  - two CPUs so the token race in the guest suite really races.
+#  - the console goes to a file; test results go to a second channel (a
+#    virtio console, /dev/hvc0 in the guest) so kernel messages can never
+#    interleave with KTAP.
+#  - "-no-reboot" and "panic=-1": a panic ends QEMU at once instead of
+#    hanging until the timeout; the host finds the panic in console.log.
+
+emu_command() {
+	local common_append="panic=-1 oops=panic loglevel=5 shstk.out=/dev/hvc0"
+	case "$ARCH" in
+	arm64)
+		EMU_CMD=(qemu-system-aarch64 -M virt -cpu max -smp 2 -m 1G
+			-kernel "$KERNEL" -initrd "$INITRD"
+			-append "console=ttyAMA0 $common_append $APPEND"
+			-device virtio-serial-device)
+		;;
+	x86_64)
+		EMU_CMD=(qemu-system-x86_64 -M q35 -cpu max -smp 2 -m 1G
+			-kernel "$KERNEL" -initrd "$INITRD"
+			-append "console=ttyS0 $common_append shstk.why=QEMU_TCG_does_not_emulate_CET $APPEND"
+			-device virtio-serial-pci)
+		;;
+	esac
+	EMU_CMD+=(-nodefaults -display none -monitor none -no-reboot
+		-serial "file:$OUT/console.log"
+		-chardev "file,id=results,path=$OUT/guest.out"
+		-device virtconsole,chardev=results)
+	if [ -n "${GDB_PORT:-}" ]; then
+		# Paused at the first instruction until gdb continues it.
+		EMU_CMD+=(-gdb "tcp:127.0.0.1:$GDB_PORT" -S)
+	fi
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Static checks of the repository's own code: shellcheck on every shell
+# script, a byte-compile of every Python file, and the kernel's checkpatch.pl
+# (file mode) on the guest C code.  KTAP, one line per check.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$SHSTK_TOP"
+
+mapfile -t shells < <(git ls-files '*.sh' scripts/tb scripts/apt-local .ci/run 2>/dev/null | sort -u)
+mapfile -t pys < <(git ls-files '*.py')
+mapfile -t cs < <(git ls-files 'guest/*.c' 'guest/*.h')
+checkpatch=$SHSTK_CACHE/src/linux/scripts/checkpatch.pl
+
+echo "KTAP version 1"
+echo "1..3"
+rc=0
+if ! command -v shellcheck >/dev/null; then
+	echo "not ok 1 shellcheck # shellcheck is not installed (apt-get install shellcheck)"
+	rc=1
+elif out=$(shellcheck -x "${shells[@]}" 2>&1); then
+	echo "ok 1 shellcheck (${#shells[@]} scripts)"
+else
+	sed 's/^/# /' <<<"$out"
+	echo "not ok 1 shellcheck"
+	rc=1
+fi
+if out=$(python3 -m py_compile "${pys[@]}" 2>&1); then
+	echo "ok 2 python3 py_compile (${#pys[@]} files)"
+else
+	sed 's/^/# /' <<<"$out"
+	echo "not ok 2 python3 py_compile"
+	rc=1
+fi
+if [ ! -x "$checkpatch" ]; then
+	echo "ok 3 checkpatch guest C # SKIP no kernel tree yet ($checkpatch)"
+# User space, not the kernel: stdint types and plain __attribute__ (there
+# are no u64 or __noreturn here), volatile for memory another process writes,
+# and kselftest-harness style CHECK() macros that return.
+elif out=$("$checkpatch" --no-tree --strict -q --show-types \
+	--ignore PREFER_KERNEL_TYPES,PREFER_DEFINED_ATTRIBUTE_MACRO,VOLATILE,MACRO_WITH_FLOW_CONTROL \
+	-f "${cs[@]}" 2>&1); then
+	echo "ok 3 checkpatch guest C (${#cs[@]} files)"
+else
+	sed 's/^/# /' <<<"$out"
+	if grep -q '^ERROR' <<<"$out"; then
+		echo "not ok 3 checkpatch guest C"
+		rc=1
+	else
+		echo "ok 3 checkpatch guest C (warnings above)"
+	fi
+fi
+exit "$rc"

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Write a gzipped newc cpio archive from a gen_init_cpio style list.
+
+Lines (as the kernel's usr/gen_init_cpio takes them):
+  dir   NAME MODE UID GID
+  file  NAME SOURCE MODE UID GID
+  slink NAME TARGET MODE UID GID
+  nod   NAME MODE UID GID c|b MAJOR MINOR
+
+No root needed and the output depends only on the list and the files'
+contents (every mtime is 0), so an unchanged guest gives an identical image.
+"""
+import gzip
+import os
+import sys
+
+S_IFDIR, S_IFREG, S_IFLNK, S_IFCHR, S_IFBLK = 0o040000, 0o100000, 0o120000, 0o020000, 0o060000
+
+
+class Writer:
+    def __init__(self, out):
+        self.out = out
+        self.ino = 1
+
+    def entry(self, name, mode, data=b"", rdev=(0, 0), uid=0, gid=0):
+        name_b = name.lstrip("/").encode() + b"\0"
+        fields = [self.ino, mode, uid, gid, 2 if mode & S_IFDIR else 1, 0, len(data),
+                  0, 0, rdev[0], rdev[1], len(name_b), 0]
+        self.ino += 1
+        hdr = b"070701" + b"".join(b"%08X" % f for f in fields)
+        self.out.write(hdr + name_b)
+        self.out.write(b"\0" * (-(len(hdr) + len(name_b)) % 4))
+        self.out.write(data)
+        self.out.write(b"\0" * (-len(data) % 4))
+
+    def trailer(self):
+        self.ino = 0
+        self.entry("TRAILER!!!", 0)
+
+
+def build(spec_lines, out):
+    w = Writer(out)
+    for lineno, line in enumerate(spec_lines, 1):
+        f = line.split()
+        if not f or f[0].startswith("#"):
+            continue
+        kind, name = f[0], f[1]
+        try:
+            if kind == "dir":
+                w.entry(name, S_IFDIR | int(f[2], 8), uid=int(f[3]), gid=int(f[4]))
+            elif kind == "file":
+                with open(f[2], "rb") as src:
+                    w.entry(name, S_IFREG | int(f[3], 8), src.read(), uid=int(f[4]), gid=int(f[5]))
+            elif kind == "slink":
+                w.entry(name, S_IFLNK | int(f[3], 8), f[2].encode(), uid=int(f[4]), gid=int(f[5]))
+            elif kind == "nod":
+                typ = S_IFCHR if f[5] == "c" else S_IFBLK
+                w.entry(name, typ | int(f[2], 8), rdev=(int(f[6]), int(f[7])), uid=int(f[3]), gid=int(f[4]))
+            else:
+                raise ValueError(f"unknown entry type {kind!r}")
+        except (IndexError, ValueError, OSError) as e:
+            sys.exit(f"mkinitramfs: line {lineno}: {line.strip()!r}: {e}")
+    w.trailer()
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: mkinitramfs.py LIST OUTPUT.cpio.gz")
+    with open(sys.argv[1]) as spec, open(sys.argv[2] + ".tmp", "wb") as raw:
+        with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
+            build(spec, gz)
+
+    os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+
+
+if __name__ == "__main__":
+    main()

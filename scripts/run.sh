@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot the patched kernel with a guest suite (or a user's program) and report.
+#
+#   scripts/run.sh run   ARCH [EMU] [PROG]   the whole suite, or PROG alone
+#   scripts/run.sh smoke ARCH [EMU]          is the series in the kernel?
+#
+# Results land in out/<arch>[-<emu>]/[smoke|prog]/: console.log, guest.out,
+# results.ktap, results.json.  Exit status 0 only if everything passed.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+mode=${1:?run or smoke}
+arch_vars "${2:-}"
+EMU=${3:-qemu}
+PROG=${4:-}
+case "$mode" in run | smoke) ;; *) die "unknown mode '$mode' (run or smoke)" ;; esac
+case "$EMU" in
+qemu) ;;
+bochs) [ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only (ARCH=$ARCH)" ;;
+*) die "unknown EMU '$EMU' (use qemu or bochs)" ;;
+esac
+
+out=$ARCH_OUT
+[ "$EMU" = qemu ] || out=$out-$EMU
+timeout=600
+if [ -n "$PROG" ]; then
+	[ "$mode" = run ] || die "PROG= goes with run"
+	out=$out/prog
+elif [ "$mode" = smoke ]; then
+	out=$out/smoke
+	timeout=90
+fi
+
+"$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
+if [ -n "$PROG" ]; then
+	image=$("$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" --prog "$PROG")
+else
+	image=$("$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" "$mode")
+fi
+
+t0=$EPOCHREALTIME
+msg "booting $ARCH under $EMU (timeout $timeout s); logs in $out"
+"$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" "$out" "$timeout" || true
+
+if [ -n "$PROG" ]; then
+	msg "output of $(basename "$PROG"):"
+	sed -n '/^SHSTK-LAB BEGIN user/,/^SHSTK-LAB END user/{/^SHSTK-LAB /d;p}' "$out/guest.out"
+fi
+rc=0
+PYTHONPATH=$SHSTK_TOP python3 -m checks.report "$out" || rc=$?
+msg "$mode $ARCH/$EMU: $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+exit "$rc"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make test: every check the project has, in the order a failure is cheapest
+# to find, each logged under out/test/, then one summary:
+#
+#   unit tests (host, no VM) -> lint -> the series (git am, checkpatch)
+#   -> smoke boot per arch -> the guest suite per arch
+#
+# Ends with "total: N passed, N failed, N skipped" (test points, summed).
+# ARCH limits the VM steps to one architecture.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+arches=${1:-x86_64 arm64}
+LOG=$SHSTK_OUT/test
+mkdir -p "$LOG"
+steps=()
+cd "$SHSTK_TOP"
+
+# run_step NAME KIND CMD...: KIND says how to count its result (see
+# checks/summary.py); the command's output goes to out/test/NAME.log.
+run_step() {
+	local name=$1 kind=$2 rc=0 t0=$EPOCHREALTIME
+	shift 2
+	msg "== $name"
+	"$@" >"$LOG/$name.log" 2>&1 || rc=$?
+	steps+=("$name" "$kind" "$rc")
+	msg "   $name: exit $rc in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s (log: $LOG/$name.log)"
+}
+
+run_step unit unittest python3 -m unittest discover -s tests -t . -v
+run_step lint ktap scripts/lint.sh
+run_step series ktap scripts/check-series.sh
+for a in $arches; do
+	a=$(shstk_arch "$a")
+	# The kernel build is its own step: a broken build is named as such.
+	run_step "kernel-$a" build scripts/build-kernel.sh "$a"
+	run_step "smoke-$a" "results:$SHSTK_OUT/$a/smoke" scripts/run.sh smoke "$a"
+	run_step "run-$a" "results:$SHSTK_OUT/$a" scripts/run.sh run "$a"
+done
+
+PYTHONPATH=$SHSTK_TOP python3 -m checks.summary "$LOG" "${steps[@]}"

@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-2.0
+"""checks.console: the signs of a broken kernel in a console log."""
+import unittest
+
+from checks import console
+
+CLEAN = """[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x000f0510]
+[    1.234567] Run /init as init process
+shstk-lab: running shstk_clone3
+[   20.941965] reboot: Power down
+"""
+
+
+class ScanTest(unittest.TestCase):
+    def test_clean_log(self):
+        self.assertEqual(console.scan(CLEAN), [])
+
+    def test_each_kind_is_found(self):
+        cases = {
+            "panic": "[    3.1] Kernel panic - not syncing: Attempted to kill init!",
+            "oops": "[    3.1] Internal error: Oops: 0000000096000004 [#1] SMP",
+            "WARN": "[    3.1] WARNING: CPU: 1 PID: 77 at kernel/fork.c:2345 copy_process+0x1/0x2",
+            "KASAN": "[    3.1] BUG: KASAN: slab-out-of-bounds in copy_process+0x10/0x20",
+            "BUG": "[    3.1] BUG: unable to handle page fault for address: 0000000000001000",
+            "lockdep": "[    3.1] WARNING: possible circular locking dependency detected",
+            "kmemleak": "[    3.1] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)",
+            "soft lockup": "[    3.1] watchdog: BUG: soft lockup - CPU#0 stuck for 22s!",
+        }
+        for kind, line in cases.items():
+            found = console.scan(CLEAN + line + "\n")
+            self.assertEqual(len(found), 1, kind)
+            self.assertEqual(found[0][0], kind, line)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The host-side helpers that need no VM: elfcheck, mkinitramfs, summary."""
+import gzip
+import io
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+
+import elfcheck      # noqa: E402
+import mkinitramfs   # noqa: E402
+from checks import summary  # noqa: E402
+
+
+def fake_elf(machine, interp=False, etype=2):
+    """A minimal 64-bit little-endian ELF with one program header."""
+    ehdr = bytearray(64)
+    ehdr[0:4] = b"\x7fELF"
+    ehdr[4], ehdr[5] = 2, 1
+    struct.pack_into("<HH", ehdr, 16, etype, machine)
+    struct.pack_into("<Q", ehdr, 32, 64)          # e_phoff
+    struct.pack_into("<HH", ehdr, 54, 56, 1)      # e_phentsize, e_phnum
+    phdr = bytearray(56)
+    struct.pack_into("<I", phdr, 0, 3 if interp else 1)
+    return bytes(ehdr + phdr)
+
+
+class ElfcheckTest(unittest.TestCase):
+    def check(self, data, arch):
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(data)
+            f.flush()
+            return elfcheck.check(f.name, arch)
+
+    def test_static_for_the_right_arch(self):
+        self.assertIsNone(self.check(fake_elf(183), "arm64"))
+        self.assertIsNone(self.check(fake_elf(62), "x86_64"))
+
+    def test_wrong_arch(self):
+        self.assertIn("built for x86_64, not arm64", self.check(fake_elf(62), "arm64"))
+
+    def test_dynamic(self):
+        self.assertIn("dynamically linked", self.check(fake_elf(62, interp=True), "x86_64"))
+
+    def test_not_elf(self):
+        self.assertEqual(self.check(b"#!/bin/sh\n", "x86_64"), "not an ELF file")
+
+    def test_missing_file_exits_nonzero(self):
+        r = subprocess.run([sys.executable, os.path.join(TOP, "scripts/elfcheck.py"),
+                            "/nonexistent/prog", "x86_64"], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("cannot read", r.stderr)
+
+
+class MkinitramfsTest(unittest.TestCase):
+    def test_newc_entries_round_trip(self):
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "hello")
+            with open(src, "wb") as f:
+                f.write(b"hello world\n")
+            spec = ["dir /bin 0755 0 0", f"file /bin/hello {src} 0755 0 0",
+                    "slink /bin/sh busybox 0777 0 0", "nod /dev/console 0600 0 0 c 5 1"]
+            buf = io.BytesIO()
+            mkinitramfs.build(spec, buf)
+            data = buf.getvalue()
+        entries, off = [], 0
+        while True:
+            hdr = data[off:off + 110]
+            self.assertEqual(hdr[:6], b"070701")
+            f = [int(hdr[6 + 8 * i:14 + 8 * i], 16) for i in range(13)]
+            mode, size, namesize = f[1], f[6], f[11]
+            name = data[off + 110:off + 110 + namesize - 1].decode()
+            off += 110 + namesize
+            off += -off % 4
+            body = data[off:off + size]
+            off += size + (-size % 4)
+            if name == "TRAILER!!!":
+                break
+            entries.append((name, oct(mode), body, (f[9], f[10])))
+        self.assertEqual([e[0] for e in entries], ["bin", "bin/hello", "bin/sh", "dev/console"])
+        self.assertEqual(entries[1][2], b"hello world\n")
+        self.assertEqual(entries[1][1], oct(0o100755))
+        self.assertEqual(entries[2][2], b"busybox")
+        self.assertEqual(entries[3][3], (5, 1))
+
+    def test_output_is_reproducible(self):
+        with tempfile.TemporaryDirectory() as d:
+            spec = os.path.join(d, "list")
+            with open(spec, "w") as f:
+                f.write("dir /tests 0755 0 0\n")
+            outs = []
+            for n in range(2):
+                out = os.path.join(d, f"out{n}.cpio.gz")
+                subprocess.run([sys.executable, os.path.join(TOP, "scripts/mkinitramfs.py"),
+                                spec, out], check=True)
+                with open(out, "rb") as f:
+                    outs.append(f.read())
+            self.assertEqual(outs[0], outs[1])
+            self.assertTrue(gzip.decompress(outs[0]).startswith(b"070701"))
+
+    def test_bad_line_is_an_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            spec = os.path.join(d, "list")
+            with open(spec, "w") as f:
+                f.write("file /x /nonexistent 0755 0 0\n")
+            r = subprocess.run([sys.executable, os.path.join(TOP, "scripts/mkinitramfs.py"),
+                                spec, os.path.join(d, "o.gz")], capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("line 1", r.stderr)
+
+
+class SummaryTest(unittest.TestCase):
+    def test_unittest_counts(self):
+        text = "...\nRan 12 tests in 0.1s\n\nFAILED (failures=2, errors=1, skipped=3)\n"
+        self.assertEqual(summary.count_unittest(text), (6, 3, 3))
+
+    def test_ktap_counts(self):
+        text = "KTAP version 1\n1..3\nok 1 a\nnot ok 2 b\nok 3 c # SKIP why\n"
+        self.assertEqual(summary.count_ktap(text), (1, 1, 1))
+
+
+if __name__ == "__main__":
+    unittest.main()
