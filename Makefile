@@ -9,6 +9,9 @@
 ARCH ?=
 EMU ?= qemu
 PROG ?=
+# BASELINE=1: the same, on the pristine kernel without the series (A/B).
+BASELINE ?=
+export SHSTK_BASELINE := $(BASELINE)
 HOST_ARCH := $(shell uname -m | sed -e 's/aarch64/arm64/')
 # Targets that act on one architecture default to the host's; the ones that
 # test run both unless ARCH is given.
@@ -27,6 +30,7 @@ help:
 	@echo "  make smoke [ARCH=]        boot and prove the series is in the kernel"
 	@echo "  make test                 everything CI runs: unit tests, lint, series, smoke, run"
 	@echo "  make kernel [ARCH=]       build the patched kernel (incremental, in the cache)"
+	@echo "  BASELINE=1                with kernel/run/smoke: the pristine kernel, for A/B"
 	@echo "  make debug ARCH=          QEMU paused + gdb with the kernel's and shstk-lab's helpers"
 	@echo "  make gdb-check ARCH=      scripted, checked gdb step-through of clone3 with a token"
 	@echo "  make check-series         git am the series onto the pristine tree, checkpatch it"

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 RESULT_RE = re.compile(r"^(not ok|ok)\s+(\d+)\s*(?:-\s*)?([^#]*?)\s*(?:#\s*(SKIP|TODO|XFAIL)\b\s*(.*))?$",
                        re.IGNORECASE)
 PLAN_RE = re.compile(r"^1\.\.(\d+)")
+# The older x86 selftests print "[OK]", "[FAIL]" and "[SKIP]" lines, not KTAP.
+TAGGED_RE = re.compile(r"^\[(OK|FAIL|SKIP)\]\s*(.*)$")
 METRIC_RE = re.compile(r"^#\s*metric:\s*([A-Za-z0-9_.-]+)=(-?[0-9]+(?:\.[0-9]+)?)\s*$")
 KSFT_SKIP = 4       # kselftest's exit status for "everything skipped"
 TIMEOUT_RCS = {124, 143}   # busybox timeout: 124, or killed by its TERM
@@ -86,12 +88,27 @@ def parse_points(prog):
 def judge(prog):
     """Record in prog.problems everything that makes the program a failure."""
     if prog.plan is None and not prog.points and prog.rc is not None:
-        # No KTAP at all: an exit-status test, judged as kselftest's runner
-        # judges one (0 pass, 4 skip, anything else fail).
-        result = {0: "pass", KSFT_SKIP: "skip"}.get(prog.rc, "fail")
-        prog.plan = 1
-        prog.points.append(Point(1, "exit status", result,
-                                 "exit status 4" if result == "skip" else ""))
+        tagged = [TAGGED_RE.match(line) for line in prog.lines]
+        tagged = [m for m in tagged if m]
+        if tagged:
+            # "[OK]/[FAIL]/[SKIP]" style: one point per tagged line.
+            kinds = {"OK": "pass", "FAIL": "fail", "SKIP": "skip"}
+            for i, m in enumerate(tagged, 1):
+                text = m.group(2).strip()
+                prog.points.append(Point(i, text, kinds[m.group(1)],
+                                         text if m.group(1) == "SKIP" else ""))
+            prog.plan = len(prog.points)
+            # Those tests exit 1 when they skip everything: that exit status,
+            # with nothing but skips printed, is their way of saying skip.
+            if prog.rc == 1 and all(p.result == "skip" for p in prog.points):
+                prog.rc = KSFT_SKIP
+        else:
+            # No output to read: an exit-status test, judged as kselftest's
+            # runner judges one (0 pass, 4 skip, anything else fail).
+            result = {0: "pass", KSFT_SKIP: "skip"}.get(prog.rc, "fail")
+            prog.plan = 1
+            prog.points.append(Point(1, "exit status", result,
+                                     "exit status 4" if result == "skip" else ""))
     if prog.rc is None:
         prog.problems.append("no END marker: the program never finished (guest hang or crash?)")
     elif prog.rc in TIMEOUT_RCS:

@@ -17,7 +17,7 @@ from checks import console, ktap
 
 # Our own suite is listed test point by test point; the kernel's selftests
 # (many points each) are summarised, with every point that did not pass.
-DETAILED = {"shstk_clone3", "user"}
+DETAILED = {"shstk_clone3", "smoke", "user"}
 
 
 def load(outdir):
@@ -88,8 +88,8 @@ def table(arch, emu, programs, run_problems):
             rows.append((prog.name, f"({len(prog.points)} points: {n['pass']} pass, "
                          f"{n['fail']} fail, {n['skip']} skip)", prog.verdict.upper(), ""))
             for p in prog.points:
-                if p.result == "fail":
-                    rows.append((prog.name, p.name, "FAIL", ""))
+                if p.result != "pass":
+                    rows.append((prog.name, p.name, p.result.upper(), p.reason))
         for problem in prog.problems:
             if not problem.startswith("not ok "):
                 rows.append((prog.name, "(program)", "FAIL", problem))
@@ -125,6 +125,9 @@ def main(argv):
     }
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(result, f, indent=1)
+    if info:
+        print(f"guest: kernel {info.get('kernel', '?')} on {info.get('arch', '?')}, "
+              f"cpu shadow stack: {info.get('cpu_shstk', '?')}")
     print(table(arch, emu, programs, run_problems))
     for prog in programs:
         for k, v in prog.metrics.items():

@@ -10,6 +10,7 @@
 # Exit status: the emulator's, or 124 on timeout.  Nothing is judged here:
 # checks/ reads these files.  With GDB_PORT set the emulator waits for gdb.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 ARCH=$(shstk_arch "${1:-}")
@@ -22,7 +23,7 @@ APPEND=${7:-}
 [ -f "$SHSTK_TOP/scripts/emulators/$EMU.sh" ] || die "unknown EMU '$EMU' (use qemu or bochs)"
 [ -f "$KERNEL" ] || die "no kernel image $KERNEL (make kernel ARCH=$ARCH)"
 [ -f "$INITRD" ] || die "no guest image $INITRD"
-# shellcheck source=scripts/emulators/qemu.sh
+# shellcheck source=emulators/qemu.sh
 . "$SHSTK_TOP/scripts/emulators/$EMU.sh"
 
 mkdir -p "$OUT"
@@ -32,8 +33,9 @@ rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json"
 emu_command
 
 # Follow the results channel and show which guest program is running.
+# tail --pid ends with this script, whatever happens to it.
 follow() {
-	tail -n +1 -F "$OUT/guest.out" 2>/dev/null | while read -r line; do
+	tail -n +1 -F --pid=$$ "$OUT/guest.out" 2>/dev/null | while read -r line; do
 		case "$line" in
 		"SHSTK-LAB BEGIN "*) msg "guest: running ${line#SHSTK-LAB BEGIN }" ;;
 		"SHSTK-LAB END "*) msg "guest: ${line#SHSTK-LAB END }" ;;
@@ -43,10 +45,11 @@ follow() {
 follow &
 follower=$!
 emu_pid=
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
 	[ -z "$emu_pid" ] || kill "$emu_pid" 2>/dev/null || true
-	kill "$follower" 2>/dev/null || true
 	pkill -P "$follower" 2>/dev/null || true
+	kill "$follower" 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'msg "interrupted"; exit 130' INT TERM

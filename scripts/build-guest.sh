@@ -11,6 +11,7 @@
 #
 # Prints the path of the image it built.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 arch_vars "${1:-}"

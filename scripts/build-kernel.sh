@@ -10,11 +10,12 @@
 # Produces, in $SHSTK_CACHE/build/<arch>[-variant]/: the boot image, vmlinux,
 # vmlinux-gdb.py and shstk-build.txt (what was built from what).
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 arch_vars "${1:-}"
 "$SHSTK_TOP/scripts/kernel-source.sh"
-SRC=$SHSTK_CACHE/src/linux
+SRC=$SHSTK_SRC
 CONF=$SHSTK_TOP/config/kernel
 frags=("$CONF/common.config" "$CONF/$ARCH.config")
 if [ -n "${SHSTK_KCONFIG_VARIANT:-}" ]; then
@@ -27,6 +28,7 @@ mkdir -p "$KBUILD_DIR"
 
 # Every option a fragment asks for must survive olddefconfig: report the ones
 # a dependency dropped instead of building a kernel without them.
+# shellcheck disable=SC2094  # the fragment is only read
 check_config() {
 	local f line opt want have bad=0
 	for f in "${frags[@]}"; do
@@ -59,7 +61,7 @@ configure() {
 frag_hash=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
 # What this build is made of: the series applied, the configuration, the
 # package.  The same inputs and an image in place need no make at all.
-inputs="$(cat "$SRC/.git/shstk-series") $frag_hash $(cat "$SRC/.git/shstk-kernel-version")"
+inputs="$(cat "$SRC/.shstk-series") $frag_hash $(cat "$SRC/.shstk-kernel-version")"
 if [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && [ -f "$KBUILD_DIR/$KIMAGE" ] &&
 	[ "$(cat "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
 	msg "$ARCH kernel up to date: $(sed -n 's/^release: //p' "$KBUILD_DIR/shstk-build.txt") ($KBUILD_DIR)"
@@ -90,11 +92,11 @@ step "building $ARCH kernel in $KBUILD_DIR" build
 release=$(kmake -s kernelrelease)
 {
 	echo "arch: $ARCH"
-	echo "source: $(cat "$SRC/.git/shstk-kernel-version")"
-	echo "series: $(git -C "$SRC" log --format='%h %s' shstk-base..HEAD | wc -l) patches, head $(git -C "$SRC" rev-parse --short HEAD)"
+	echo "source: $(cat "$SRC/.shstk-kernel-version")"
+	echo "series: $(git -C "$SRC" rev-list --count shstk-base..HEAD) patches, head $(git -C "$SRC" rev-parse --short HEAD)"
 	echo "release: $release"
 	echo "compiler: $(tb "${CROSS_COMPILE}gcc-14" --version | head -n1)"
 	echo "variant: ${SHSTK_KCONFIG_VARIANT:-default}"
 } >"$KBUILD_DIR/shstk-build.txt"
 echo "$inputs" >"$KBUILD_DIR/.shstk-inputs"
-msg "kernel $release ($(cat "$SRC/.git/shstk-kernel-version")) -> $KBUILD_DIR/$KIMAGE"
+msg "kernel $release ($(cat "$SRC/.shstk-kernel-version")) -> $KBUILD_DIR/$KIMAGE"

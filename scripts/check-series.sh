@@ -5,6 +5,7 @@
 # git am onto the pristine tree, and scripts/checkpatch.pl --strict reports
 # no errors.  One KTAP line per check; warnings are listed, not fatal.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 "$SHSTK_TOP/scripts/kernel-source.sh" --check >&2
@@ -12,7 +13,7 @@ AM=$SHSTK_CACHE/src/linux-am
 mapfile -t patches < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$SHSTK_TOP/patches/series")
 echo "KTAP version 1"
 echo "1..$((${#patches[@]} + 1))"
-echo "ok 1 series applies with git am onto $(cat "$SHSTK_CACHE/src/linux/.git/shstk-kernel-version")"
+echo "ok 1 series applies with git am onto $(cat "$SHSTK_CACHE/src/linux/.shstk-kernel-version")"
 n=1 rc=0
 for p in "${patches[@]}"; do
 	n=$((n + 1))

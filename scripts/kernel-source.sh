@@ -11,6 +11,7 @@
 # to the result with "git checkout", which rewrites only the files whose
 # content changed: editing one patch rebuilds only what that patch touches.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SHSTK_CACHE/src/linux
@@ -22,12 +23,13 @@ git_src() { git -C "$SRC" -c user.name=shstk-lab -c user.email=shstk-lab@localho
 fetch_and_unpack() {
 	local deb tmp
 	mkdir -p "$DL"
-	deb=$(ls "$DL"/"$SHSTK_KERNEL_PKG"_*.deb 2>/dev/null | tail -n1 || true)
+	deb=$(find "$DL" -maxdepth 1 -name "${SHSTK_KERNEL_PKG}_*.deb" | sort -V | tail -n1)
 	if [ -z "$deb" ]; then
 		"$SHSTK_TOP/scripts/apt-local" -q update >&2 || die "apt update (project-local) failed"
 		(cd "$DL" && "$SHSTK_TOP/scripts/apt-local" -q download "$SHSTK_KERNEL_PKG/$SHSTK_KERNEL_SUITE" >&2) ||
 			die "could not download $SHSTK_KERNEL_PKG from $SHSTK_KERNEL_SUITE"
-		deb=$(ls "$DL"/"$SHSTK_KERNEL_PKG"_*.deb | tail -n1)
+		deb=$(find "$DL" -maxdepth 1 -name "${SHSTK_KERNEL_PKG}_*.deb" | sort -V | tail -n1)
+		[ -n "$deb" ] || die "the download of $SHSTK_KERNEL_PKG left no .deb in $DL"
 	fi
 	version=$(dpkg-deb -f "$deb" Version)
 	msg "unpacking $SHSTK_KERNEL_PKG $version"
@@ -43,7 +45,7 @@ fetch_and_unpack() {
 	git_src add -A -f .
 	git_src commit -q -m "$SHSTK_KERNEL_PKG $version (pristine, from Debian)"
 	git_src tag shstk-base
-	echo "$SHSTK_KERNEL_PKG $version" >"$SRC/.git/shstk-kernel-version"
+	echo "$SHSTK_KERNEL_PKG $version" >"$SRC/.shstk-kernel-version"
 }
 
 series_list() {
@@ -75,21 +77,34 @@ apply_series() {
 			am -q --keep-cr "$PATCHES/$p" >"$SHSTK_CACHE/src/am.log" 2>&1; then
 			cat "$SHSTK_CACHE/src/am.log" >&2
 			git -C "$AM" am --abort >/dev/null 2>&1 || true
-			die "patch $n/$total ($p) does not apply to $(cat "$SRC/.git/shstk-kernel-version")"
+			die "patch $n/$total ($p) does not apply to $(cat "$SRC/.shstk-kernel-version")"
 		fi
 	done < <(series_list)
 	msg "applied $n patches"
 }
 
-[ -f "$SRC/.git/shstk-kernel-version" ] || step "fetching $SHSTK_KERNEL_PKG" fetch_and_unpack
-msg "kernel source: $(cat "$SRC/.git/shstk-kernel-version")"
+[ -f "$SRC/.shstk-kernel-version" ] || step "fetching $SHSTK_KERNEL_PKG" fetch_and_unpack
+msg "kernel source: $(cat "$SRC/.shstk-kernel-version")"
+
+if [ -n "$SHSTK_BASELINE" ]; then
+	# The pristine tree, for A/B runs: a worktree that never gets the series.
+	if [ ! -d "$SHSTK_SRC" ]; then
+		git_src worktree prune
+		git_src worktree add -q --detach "$SHSTK_SRC" shstk-base
+	fi
+	git -C "$SHSTK_SRC" checkout -q --detach shstk-base
+	cp "$SRC/.shstk-kernel-version" "$SHSTK_SRC/.shstk-kernel-version"
+	echo baseline >"$SHSTK_SRC/.shstk-series"
+	msg "baseline: the pristine tree in $SHSTK_SRC, without the series"
+	exit 0
+fi
 
 want=$(series_hash)
 if [ "${1:-}" = --check ]; then
 	apply_series
 	exit 0
 fi
-have=$(cat "$SRC/.git/shstk-series" 2>/dev/null || true)
+have=$(cat "$SRC/.shstk-series" 2>/dev/null || true)
 if [ "$want" = "$have" ] && [ -z "$(git_src status --porcelain --untracked-files=no)" ]; then
 	exit 0
 fi
@@ -99,4 +114,4 @@ if [ -n "$(git_src status --porcelain --untracked-files=no)" ]; then
 fi
 apply_series
 git_src checkout -q -f --detach "$(git -C "$AM" rev-parse HEAD)"
-echo "$want" >"$SRC/.git/shstk-series"
+echo "$want" >"$SRC/.shstk-series"

@@ -14,8 +14,12 @@ SHSTK_OUT=${SHSTK_OUT:-$SHSTK_TOP/out}
 # recorded with every build (see scripts/kernel-source.sh).
 SHSTK_KERNEL_PKG=${SHSTK_KERNEL_PKG:-linux-source-7.3}
 SHSTK_KERNEL_SUITE=${SHSTK_KERNEL_SUITE:-trixie-backports}
+# SHSTK_BASELINE=1 builds and boots the pristine kernel, without the series,
+# for A/B comparisons (make run BASELINE=1).  Its tree and builds are apart.
+SHSTK_BASELINE=${SHSTK_BASELINE:-}
+SHSTK_SRC=$SHSTK_CACHE/src/linux${SHSTK_BASELINE:+-base}
 
-export SHSTK_TOP SHSTK_CACHE SHSTK_OUT SHSTK_KERNEL_PKG SHSTK_KERNEL_SUITE
+export SHSTK_TOP SHSTK_CACHE SHSTK_OUT SHSTK_KERNEL_PKG SHSTK_KERNEL_SUITE SHSTK_BASELINE SHSTK_SRC
 
 _shstk_prog=$(basename "$0")
 
@@ -68,14 +72,14 @@ arch_vars() {
 		KTARGET=Image
 		;;
 	esac
-	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}
-	ARCH_OUT=$SHSTK_OUT/$ARCH
+	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}${SHSTK_BASELINE:+-base}
+	ARCH_OUT=$SHSTK_OUT/$ARCH${SHSTK_BASELINE:+-base}
 }
 
 # make in the kernel tree for the current arch (after arch_vars), out of
 # tree, with gcc 14 for target and host programs alike.
 kmake() {
-	tb make -C "$SHSTK_CACHE/src/linux" O="$KBUILD_DIR" ARCH="$KARCH" \
+	tb make -C "$SHSTK_SRC" O="$KBUILD_DIR" ARCH="$KARCH" \
 		CROSS_COMPILE="$CROSS_COMPILE" CC="${CROSS_COMPILE}gcc-14" HOSTCC=gcc-14 "$@"
 }
 

@@ -5,10 +5,11 @@
 # script, a byte-compile of every Python file, and the kernel's checkpatch.pl
 # (file mode) on the guest C code.  KTAP, one line per check.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 cd "$SHSTK_TOP"
 
-mapfile -t shells < <(git ls-files '*.sh' scripts/tb scripts/apt-local .ci/run 2>/dev/null | sort -u)
+mapfile -t shells < <(git ls-files '*.sh' scripts/tb scripts/apt-local .ci/run | sort -u)
 mapfile -t pys < <(git ls-files '*.py')
 mapfile -t cs < <(git ls-files 'guest/*.c' 'guest/*.h')
 checkpatch=$SHSTK_CACHE/src/linux/scripts/checkpatch.pl
@@ -22,14 +23,14 @@ if ! command -v shellcheck >/dev/null; then
 elif out=$(shellcheck -x "${shells[@]}" 2>&1); then
 	echo "ok 1 shellcheck (${#shells[@]} scripts)"
 else
-	sed 's/^/# /' <<<"$out"
+	printf '%s\n' "$out" | sed 's/^/# /'
 	echo "not ok 1 shellcheck"
 	rc=1
 fi
 if out=$(python3 -m py_compile "${pys[@]}" 2>&1); then
 	echo "ok 2 python3 py_compile (${#pys[@]} files)"
 else
-	sed 's/^/# /' <<<"$out"
+	printf '%s\n' "$out" | sed 's/^/# /'
 	echo "not ok 2 python3 py_compile"
 	rc=1
 fi
@@ -43,7 +44,7 @@ elif out=$("$checkpatch" --no-tree --strict -q --show-types \
 	-f "${cs[@]}" 2>&1); then
 	echo "ok 3 checkpatch guest C (${#cs[@]} files)"
 else
-	sed 's/^/# /' <<<"$out"
+	printf '%s\n' "$out" | sed 's/^/# /'
 	if grep -q '^ERROR' <<<"$out"; then
 		echo "not ok 3 checkpatch guest C"
 		rc=1

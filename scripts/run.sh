@@ -9,6 +9,7 @@
 # Results land in out/<arch>[-<emu>]/[smoke|prog]/: console.log, guest.out,
 # results.ktap, results.json.  Exit status 0 only if everything passed.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 mode=${1:?run or smoke}
@@ -34,10 +35,12 @@ elif [ "$mode" = smoke ]; then
 fi
 
 "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
+# The guest is always built against the patched kernel's headers, so that a
+# BASELINE run boots the very same programs on the pristine kernel.
 if [ -n "$PROG" ]; then
-	image=$("$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" --prog "$PROG")
+	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" --prog "$PROG")
 else
-	image=$("$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" "$mode")
+	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" "$mode")
 fi
 
 t0=$EPOCHREALTIME

@@ -10,6 +10,7 @@
 # Ends with "total: N passed, N failed, N skipped" (test points, summed).
 # ARCH limits the VM steps to one architecture.
 set -euo pipefail
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 arches=${1:-x86_64 arm64}

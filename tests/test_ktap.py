@@ -72,6 +72,19 @@ class ParseTest(unittest.TestCase):
             _, progs, _ = ktap.parse(f"SHSTK-LAB BEGIN x\nhello\nSHSTK-LAB END x rc={rc}\n")
             self.assertEqual(progs[0].points[0].result, result, rc)
 
+    def test_x86_selftest_tags(self):
+        text = ("SHSTK-LAB BEGIN t\n[RUN]\tx\n[OK]\tShadow stack enabled\n"
+                "[FAIL]\tBad ssp\nSHSTK-LAB END t rc=1\n")
+        _, progs, _ = ktap.parse(text)
+        self.assertEqual([p.result for p in progs[0].points], ["pass", "fail"])
+        self.assertEqual(progs[0].verdict, "fail")
+
+    def test_x86_selftest_skip_with_exit_1(self):
+        text = "SHSTK-LAB BEGIN t\n[SKIP]\tCould not enable Shadow stack\nSHSTK-LAB END t rc=1\n"
+        _, progs, _ = ktap.parse(text)
+        self.assertEqual(progs[0].verdict, "skip")
+        self.assertEqual(progs[0].points[0].reason, "Could not enable Shadow stack")
+
     def test_indented_subtest_lines_are_not_top_level(self):
         text = "SHSTK-LAB BEGIN x\n1..1\n    1..2\n    ok 1 s\n    not ok 2 t\nok 1 parent\nSHSTK-LAB END x rc=0\n"
         _, progs, _ = ktap.parse(text)

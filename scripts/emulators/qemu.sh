@@ -33,6 +33,7 @@ emu_command() {
 			-device virtio-serial-pci)
 		;;
 	esac
+	# shellcheck disable=SC2054  # commas inside QEMU option values
 	EMU_CMD+=(-nodefaults -display none -monitor none -no-reboot
 		-serial "file:$OUT/console.log"
 		-chardev "file,id=results,path=$OUT/guest.out"
