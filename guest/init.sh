@@ -1,5 +1,9 @@
 #!/bin/busybox sh
+# shellcheck shell=dash
 # SPDX-License-Identifier: GPL-2.0
+#
+# Not "set -e": the init must go on to the next program and to power-off
+# whatever one of them does.
 #
 # /init of the shstk-lab guest.  Runs every program in /tests/list and
 # writes their output, framed by markers, to the results channel (a virtio
@@ -18,7 +22,8 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 
 out=/dev/console
-for arg in $(cat /proc/cmdline); do
+read -r cmdline </proc/cmdline
+for arg in $cmdline; do
 	case "$arg" in
 	shstk.out=*) out=${arg#shstk.out=} ;;
 	shstk.why=*) SHSTK_LAB_NO_SHSTK_WHY=$(echo "${arg#shstk.why=}" | tr _ ' ')
