@@ -91,3 +91,20 @@ tb() { "$SHSTK_TOP/scripts/tb" "$@"; }
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
+
+# Wait until something listens on 127.0.0.1:PORT (read from /proc/net/tcp,
+# without connecting: a gdbstub takes one client).  wait_listen PORT SECONDS
+wait_listen() {
+	python3 - "$1" "$2" <<'PY'
+import sys, time
+port, deadline = int(sys.argv[1]), time.time() + float(sys.argv[2])
+while time.time() < deadline:
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state == "0A" and int(local.split(":")[1], 16) == port:
+                sys.exit(0)
+    time.sleep(0.1)
+sys.exit(1)
+PY
+}

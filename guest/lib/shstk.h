@@ -30,6 +30,16 @@
 #endif
 
 #define SHSTK_SLOT		sizeof(uint64_t)
+
+/*
+ * A program that wants debuggers to find clone3_run()'s child and parent
+ * paths defines these as global labels before including this header (and
+ * then has exactly one clone3_run() call site).
+ */
+#ifndef SHSTK_CHILD_LABEL
+#define SHSTK_CHILD_LABEL ""
+#define SHSTK_PARENT_LABEL ""
+#endif
 #define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
 
 /* Set by the program once it has enabled shadow stacks for itself. */
@@ -99,6 +109,7 @@ clone3_run(struct clone_args *args, size_t size,
 	asm volatile ("syscall\n\t"
 		      "test %%rax, %%rax\n\t"
 		      "jnz 1f\n\t"
+		      SHSTK_CHILD_LABEL
 		      "xor %%esi, %%esi\n\t"
 		      "rdsspq %%rsi\n\t"
 		      "test %%r13, %%r13\n\t"
@@ -117,7 +128,8 @@ clone3_run(struct clone_args *args, size_t size,
 		      "mov %[nr_exit], %%eax\n\t"
 		      "syscall\n\t"
 		      "ud2\n"
-		      "1:"
+		      "1:\n\t"
+		      SHSTK_PARENT_LABEL
 		      : "+r"(rax)
 		      : "r"(rdi), "r"(rsi), "r"(r12), "r"(r13),
 			[nr_exit] "i"(__NR_exit)
@@ -184,6 +196,7 @@ clone3_run(struct clone_args *args, size_t size,
 
 	asm volatile ("svc #0\n\t"
 		      "cbnz x0, 1f\n\t"
+		      SHSTK_CHILD_LABEL
 		      "mov x1, xzr\n\t"
 		      "cbz x21, 2f\n\t"
 		      "mrs x1, S3_3_C2_C5_1\n"
@@ -201,7 +214,8 @@ clone3_run(struct clone_args *args, size_t size,
 		      "mov x8, %[nr_exit]\n\t"
 		      "svc #0\n\t"
 		      "udf #0\n"
-		      "1:"
+		      "1:\n\t"
+		      SHSTK_PARENT_LABEL
 		      : "+r"(x0), "+r"(x1)
 		      : "r"(x8), "r"(x19), "r"(x20), "r"(x21),
 			[nr_exit] "i"(__NR_exit)

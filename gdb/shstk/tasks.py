@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Tasks: by pid, and the one on a CPU, from kernel or user mode."""
+import gdb
+
+from linux import cpus, tasks, utils
+
+task_type = utils.CachedType("struct task_struct")
+
+
+def arch():
+    """'arm64' or 'x86_64', from the target gdb is attached to."""
+    return "arm64" if utils.is_target_arch("aarch64") else "x86_64"
+
+
+def by_pid(pid):
+    """The task_struct of @pid; gdb.GdbError if there is none."""
+    task = tasks.get_task_by_pid(int(pid))   # a task_struct pointer
+    if task is None:
+        raise gdb.GdbError(f"no task with pid {pid}")
+    return task.dereference()
+
+
+def on_cpu(cpu=-1):
+    """The task running on @cpu (the selected one by default).
+
+    The kernel's lx_current() reads SP_EL0 on arm64, which holds the user
+    stack pointer while the CPU is in EL0; there the per-CPU __entry_task,
+    set at every context switch, names the task instead.
+    """
+    if cpu == -1:
+        cpu = cpus.get_current_cpu()
+    if arch() == "arm64":
+        # Registers are per gdb thread, one per CPU: read that CPU's.
+        sp_el0 = int(on_thread(cpu, lambda: gdb.parse_and_eval("(unsigned long)$SP_EL0")))
+        if sp_el0 >> 63:
+            return gdb.Value(sp_el0).cast(task_type.get_type().pointer()).dereference()
+        ptr = cpus.per_cpu(gdb.parse_and_eval("&__entry_task"), cpu)
+        return ptr.dereference().dereference()
+    return cpus.get_current_task(cpu)
+
+
+def on_thread(cpu, fn):
+    """fn() evaluated with gdb's thread for @cpu selected (QEMU: CPU n is
+    thread n + 1), the selection restored afterwards."""
+    prev = gdb.selected_thread()
+    for t in gdb.selected_inferior().threads():
+        if t.num == cpu + 1:
+            t.switch()
+            break
+    else:
+        raise gdb.GdbError(f"no gdb thread for CPU {cpu}")
+    try:
+        return fn()
+    finally:
+        prev.switch()
+
+
+def running_cpu(task):
+    """The CPU @task is running on right now, or None."""
+    for cpu in range(len(gdb.selected_inferior().threads())):
+        try:
+            if int(on_cpu(cpu).address) == int(task.address):
+                return cpu
+        except gdb.error:
+            continue
+    return None
+
+
+def pid_or_current(arg):
+    """A task from a command argument: a pid, or the current task if empty."""
+    arg = (arg or "").strip()
+    return by_pid(int(gdb.parse_and_eval(arg))) if arg else on_cpu()
+
+
+def comm(task):
+    return task["comm"].string()
