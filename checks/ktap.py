@@ -43,12 +43,16 @@ class Program:
     points: list = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
     problems: list = field(default_factory=list)
+    xfail: list = field(default_factory=list)    # (problem, why) known, not ours
 
     @property
     def verdict(self):
         """'pass', 'skip' (ran, skipped everything it had to) or 'fail'."""
-        return "fail" if self.problems else ("skip" if self.points and all(
-            p.result == "skip" for p in self.points) else "pass")
+        if self.problems:
+            return "fail"
+        if self.xfail:
+            return "xfail"
+        return "skip" if self.points and all(p.result == "skip" for p in self.points) else "pass"
 
 
 def parse_points(prog):

@@ -20,6 +20,40 @@ from checks import console, ktap
 DETAILED = {"shstk_clone3", "smoke", "user"}
 
 
+KNOWN_FAILURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                              "guest", "known-failures")
+
+
+def known_failures(path=KNOWN_FAILURES):
+    """{(arch, program, problem): why} from guest/known-failures."""
+    known = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.strip() and not line.startswith("#"):
+                    arch, prog, problem, why = (x.strip() for x in line.split("|", 3))
+                    known[(arch, prog, problem)] = why
+    except FileNotFoundError:
+        pass
+    return known
+
+
+def apply_known(arch, programs, known):
+    """Move the listed problems of each program to prog.xfail; a listed one
+    that did not happen becomes a problem itself (XPASS: update the list)."""
+    for prog in programs:
+        prog.xfail = []
+        for (k_arch, k_prog, problem), why in known.items():
+            if (k_arch, k_prog) != (arch, prog.name):
+                continue
+            if problem in prog.problems:
+                prog.problems.remove(problem)
+                prog.xfail.append((problem, why))
+            else:
+                prog.problems.append(f"XPASS: listed in guest/known-failures but did not "
+                                     f"happen: {problem}")
+
+
 def load(outdir):
     def read(name):
         try:
@@ -55,6 +89,7 @@ def judge_run(vm, console_text, guest_text):
 def counts(programs, run_problems):
     passed = failed = skipped = 0
     for prog in programs:
+        skipped += len(getattr(prog, "xfail", []))
         for p in prog.points:
             passed += p.result == "pass"
             failed += p.result == "fail"
@@ -93,6 +128,8 @@ def table(arch, emu, programs, run_problems):
         for problem in prog.problems:
             if not problem.startswith("not ok "):
                 rows.append((prog.name, "(program)", "FAIL", problem))
+        for problem, why in getattr(prog, "xfail", []):
+            rows.append((prog.name, "(program)", "XFAIL", f"{problem}: {why}"))
     for problem in run_problems:
         rows.append(("(run)", "(vm)", "FAIL", problem))
     w_prog = max([len(r[0]) for r in rows] + [7])
@@ -111,6 +148,7 @@ def main(argv):
     vm, console_text, guest_text = load(outdir)
     info, programs, run_problems = judge_run(vm, console_text, guest_text)
     arch, emu = vm.get("arch", "?"), vm.get("emu", "?")
+    apply_known(arch, programs, known_failures())
     passed, failed, skipped = counts(programs, run_problems)
     write_ktap(os.path.join(outdir, "results.ktap"), programs)
     result = {
@@ -120,6 +158,7 @@ def main(argv):
         "programs": [{
             "name": p.name, "rc": p.rc, "plan": p.plan, "verdict": p.verdict,
             "problems": p.problems, "metrics": p.metrics,
+            "known_failures": [{"problem": x, "why": w} for x, w in p.xfail],
             "points": [vars(pt) for pt in p.points],
         } for p in programs],
     }

@@ -8,6 +8,7 @@ KIND says how a step is counted:
   ktap            the step printed KTAP: its test points
   build           one point: the exit status
   results:DIR     a VM run: DIR/results.json (checks/report.py)
+  gdbsteps        make gdb-check: its "N passed, N failed" line
 A step that exits non-zero with nothing failed in what it printed counts one
 failure more: a step can never fail silently.
 """
@@ -32,6 +33,11 @@ def count_ktap(text):
     points = progs[0].points
     return (sum(p.result == "pass" for p in points), sum(p.result == "fail" for p in points),
             sum(p.result == "skip" for p in points))
+
+
+def count_closing_line(text):
+    m = re.findall(r"(\d+) passed, (\d+) failed, (\d+) skipped", text)
+    return tuple(int(x) for x in m[-1]) if m else (0, 0, 0)
 
 
 def count_results(outdir):
@@ -60,6 +66,8 @@ def main(argv):
             p, f_, s = count_ktap(text)
         elif kind == "build":
             p, f_, s = (1, 0, 0) if rc == 0 else (0, 1, 0)
+        elif kind == "gdbsteps":
+            p, f_, s = count_closing_line(text)
         elif kind.startswith("results:"):
             p, f_, s = count_results(kind.split(":", 1)[1])
         else:

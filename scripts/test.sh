@@ -5,7 +5,7 @@
 # to find, each logged under out/test/, then one summary:
 #
 #   unit tests (host, no VM) -> lint -> the series (git am, checkpatch)
-#   -> smoke boot per arch -> the guest suite per arch
+#   -> per arch: kernel build -> smoke boot -> the guest suite -> gdb-check
 #
 # Ends with "total: N passed, N failed, N skipped" (test points, summed).
 # ARCH limits the VM steps to one architecture.
@@ -39,6 +39,7 @@ for a in $arches; do
 	run_step "kernel-$a" build scripts/build-kernel.sh "$a"
 	run_step "smoke-$a" "results:$SHSTK_OUT/$a/smoke" scripts/run.sh smoke "$a"
 	run_step "run-$a" "results:$SHSTK_OUT/$a" scripts/run.sh run "$a"
+	run_step "gdb-check-$a" gdbsteps scripts/gdb-check.sh "$a"
 done
 
 PYTHONPATH=$SHSTK_TOP python3 -m checks.summary "$LOG" "${steps[@]}"

@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: GPL-2.0
+"""checks.report: judging a whole run, and the known-failures list."""
+import os
+import tempfile
+import unittest
+
+from checks import ktap, report
+
+CRASH = "SHSTK-LAB BEGIN t\n1..2\nok 1 a\nSHSTK-LAB END t rc=139\nSHSTK-LAB DONE\n"
+
+
+class KnownFailuresTest(unittest.TestCase):
+    def known(self, text):
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write(text)
+        self.addCleanup(os.unlink, f.name)
+        return report.known_failures(f.name)
+
+    def test_listed_problems_become_xfail(self):
+        known = self.known("# c\narm64 | t | exit status 139 | why\n"
+                           "arm64 | t | plan says 2 tests, saw 1 | why\n")
+        _, progs, _ = ktap.parse(CRASH)
+        report.apply_known("arm64", progs, known)
+        self.assertEqual(progs[0].problems, [])
+        self.assertEqual(progs[0].verdict, "xfail")
+        self.assertEqual(report.counts(progs, []), (1, 0, 2))
+
+    def test_other_arch_is_untouched(self):
+        known = self.known("x86_64 | t | exit status 139 | why\n")
+        _, progs, _ = ktap.parse(CRASH)
+        report.apply_known("arm64", progs, known)
+        self.assertEqual(progs[0].verdict, "fail")
+
+    def test_unlisted_problem_still_fails(self):
+        known = self.known("arm64 | t | exit status 139 | why\n")
+        _, progs, _ = ktap.parse(CRASH)
+        report.apply_known("arm64", progs, known)
+        self.assertEqual(progs[0].problems, ["plan says 2 tests, saw 1"])
+        self.assertEqual(progs[0].verdict, "fail")
+
+    def test_xpass_fails(self):
+        known = self.known("arm64 | t | exit status 139 | why\n")
+        _, progs, _ = ktap.parse("SHSTK-LAB BEGIN t\n1..1\nok 1 a\nSHSTK-LAB END t rc=0\n")
+        report.apply_known("arm64", progs, known)
+        self.assertTrue(progs[0].problems[0].startswith("XPASS"))
+
+
+class JudgeRunTest(unittest.TestCase):
+    def test_timeout_and_panic_fail_the_run(self):
+        vm = {"arch": "arm64", "emu": "qemu", "exit": 124, "timeout": True, "seconds": 600}
+        _, _, problems = report.judge_run(vm, "Kernel panic - not syncing: x\n", CRASH)
+        self.assertTrue(any("hung" in p for p in problems))
+        self.assertTrue(any("panic" in p for p in problems))
+
+    def test_bochs_exit_1_is_power_off(self):
+        vm = {"arch": "x86_64", "emu": "bochs", "exit": 1, "timeout": False, "seconds": 11}
+        _, _, problems = report.judge_run(vm, "", "SHSTK-LAB BEGIN t\n1..1\nok 1 a\n"
+                                          "SHSTK-LAB END t rc=0\nSHSTK-LAB DONE\n")
+        self.assertEqual(problems, [])
+
+    def test_unfinished_guest_fails(self):
+        vm = {"arch": "arm64", "emu": "qemu", "exit": 0, "timeout": False, "seconds": 3}
+        _, _, problems = report.judge_run(vm, "", "SHSTK-LAB BEGIN t\n1..1\nok 1 a\n")
+        self.assertIn("the guest never reached the end of its test list", problems)
+
+
+if __name__ == "__main__":
+    unittest.main()
