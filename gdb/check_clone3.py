@@ -9,8 +9,7 @@ appends one JSON line to the step log; scripts/gdb-check.sh and
 checks/gdbsteps.py judge the log.
 
 Configuration comes from the environment (set by scripts/gdb-check.sh):
-  SHSTK_VMLINUX, SHSTK_GDB_SCRIPTS (vmlinux-gdb.py), SHSTK_PROG (the guest
-  program, for its symbols), SHSTK_PORT, SHSTK_STEPS (the JSON-lines log).
+see shstk/session.py, and SHSTK_STEPS, the JSON-lines step log.
 """
 import json
 import os
@@ -26,17 +25,10 @@ EINVAL, EFAULT = 22, 14
 # struct clone_args: shadow_stack_token is the u64 at offset 88 (VER3).
 TOKEN_OFFSET = 88
 
-gdb.execute("set pagination off")
-gdb.execute("set confirm off")
-gdb.execute("set python print-stack full")
-gdb.execute(f"file {os.environ['SHSTK_VMLINUX']}")
-# vmlinux-gdb.py finds its modules beside __file__, which is this script's
-# when it is sourced from Python: put them on the path first.
-sys.path.insert(0, os.path.join(os.path.dirname(os.environ["SHSTK_GDB_SCRIPTS"]), "scripts", "gdb"))
-gdb.execute(f"source {os.environ['SHSTK_GDB_SCRIPTS']}")
-gdb.execute(f"source {HERE}/shstk-lab.py")
-gdb.execute(f"add-symbol-file {os.environ['SHSTK_PROG']}")
-gdb.execute(f"target remote 127.0.0.1:{os.environ['SHSTK_PORT']}")
+sys.path.insert(0, HERE)
+from shstk import session  # noqa: E402
+
+session.attach()
 
 from shstk import decode, ssp, tasks, usermem, vmas  # noqa: E402  (after the kernel's scripts)
 

@@ -56,6 +56,12 @@ static __attribute__((noinline)) long scenario_clone3(uint64_t token)
 	return pid;
 }
 
+struct scenario {
+	const char *name;
+	uint64_t token;
+	long want;		/* what clone3() must return */
+};
+
 static uint64_t map_token(unsigned long flags)
 {
 	long base = map_shadow_stack(0, PAGE, flags);
@@ -66,20 +72,24 @@ static uint64_t map_token(unsigned long flags)
 int main(void)
 {
 	static uint64_t normal[PAGE / 8] __attribute__((aligned(4096)));
-	uint64_t valid, fallback = (uint64_t)&normal[PAGE / 8 - 1];
-	struct { const char *name; uint64_t token; long want; } cases[5];
+	uint64_t fallback = (uint64_t)&normal[PAGE / 8 - 1];
+	uint64_t valid = fallback, no_token = fallback;
+	long valid_want = -EINVAL, normal_want = -EINVAL;
+	struct scenario cases[5];
 	int i;
 
 	shstk_enabled = shstk_enable();
-	valid = shstk_enabled ? map_token(SHADOW_STACK_SET_TOKEN) : fallback;
-	cases[0] = (typeof(cases[0])){ "valid", valid, 0 };
-	cases[1] = (typeof(cases[0])){ "misaligned", valid - 1, -EINVAL };
-	cases[2] = (typeof(cases[0])){ "no_token",
-		shstk_enabled ? map_token(0) : fallback, -EINVAL };
-	cases[3] = (typeof(cases[0])){ "normal", fallback, shstk_enabled ? -EFAULT : -EINVAL };
-	cases[4] = (typeof(cases[0])){ "reused", valid, -EINVAL };
-	if (!shstk_enabled)
-		cases[0].want = -EINVAL;
+	if (shstk_enabled) {
+		valid = map_token(SHADOW_STACK_SET_TOKEN);
+		no_token = map_token(0);
+		valid_want = 0;
+		normal_want = -EFAULT;
+	}
+	cases[0] = (struct scenario){ "valid", valid, valid_want };
+	cases[1] = (struct scenario){ "misaligned", valid - 1, -EINVAL };
+	cases[2] = (struct scenario){ "no_token", no_token, -EINVAL };
+	cases[3] = (struct scenario){ "normal", fallback, normal_want };
+	cases[4] = (struct scenario){ "reused", valid, -EINVAL };
 
 	ktap_plan(ARRAY_SIZE(cases));
 	ktap_diag("shadow stack %s", shstk_enabled ? "enabled" : "not available");

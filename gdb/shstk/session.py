@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Set up a gdb session on a shstk-lab guest: the kernel's symbols and
+helpers, ours, the guest program's symbols, and the connection to QEMU.
+
+Both gdb/check_clone3.py (batch) and gdb/debug.py (interactive) start here.
+Paths come from the environment, set by scripts/gdb-check.sh and
+scripts/debug.sh: SHSTK_VMLINUX, SHSTK_GDB_SCRIPTS (vmlinux-gdb.py),
+SHSTK_PROG (the guest program), SHSTK_PORT.
+"""
+import os
+import sys
+
+import gdb
+
+GDB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def attach():
+    env = os.environ
+    gdb.execute("set pagination off")
+    gdb.execute("set confirm off")
+    gdb.execute("set python print-stack full")
+    gdb.execute(f"file {env['SHSTK_VMLINUX']}")
+    # vmlinux-gdb.py finds its modules beside __file__, which is the caller's
+    # when it is sourced from Python: put them on the path first.
+    sys.path.insert(0, os.path.join(os.path.dirname(env["SHSTK_GDB_SCRIPTS"]), "scripts", "gdb"))
+    gdb.execute(f"source {env['SHSTK_GDB_SCRIPTS']}")
+    gdb.execute(f"source {GDB_DIR}/shstk-lab.py")
+    if env.get("SHSTK_PROG"):
+        gdb.execute(f"add-symbol-file {env['SHSTK_PROG']}")
+    gdb.execute(f"target remote 127.0.0.1:{env['SHSTK_PORT']}")

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make debug: QEMU paused with its gdbstub on a free local port, and an
+# interactive gdb-multiarch with vmlinux, the kernel's gdb helpers and
+# gdb/shstk loaded, stopped at copy_thread() of the guest program.
+#
+#   scripts/debug.sh ARCH [EMU] [PROG]
+#
+# Quitting gdb ends QEMU; nothing is left running.  With stdin closed, gdb
+# reaches the copy_thread stop, prints it and quits (a smoke test).
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+arch_vars "${1:-}"
+EMU=${2:-qemu}
+PROG=${3:-}
+[ "$EMU" = qemu ] || die "make debug runs on QEMU only for now (EMU=$EMU)"
+OUT=$ARCH_OUT/debug
+
+"$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
+if [ -n "$PROG" ]; then
+	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" --prog "$PROG")
+	prog=$(readlink -f "$PROG")
+else
+	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" gdb)
+	prog=$SHSTK_CACHE/guest/$ARCH/bin/shstk_gdb
+fi
+comm=$(basename "$prog" | cut -c1-15)
+mkdir -p "$OUT"
+
+port=$(free_port)
+vm_pid=
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+	[ -z "$vm_pid" ] || kill "$vm_pid" 2>/dev/null || true
+	[ -z "$vm_pid" ] || wait "$vm_pid" 2>/dev/null || true
+}
+trap cleanup EXIT
+GDB_PORT=$port "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" qemu "$KBUILD_DIR/$KIMAGE" "$image" \
+	"$OUT" "${SHSTK_DEBUG_TIMEOUT:-3600}" >"$OUT/boot.log" 2>&1 &
+vm_pid=$!
+wait_listen "$port" 30 || die "QEMU's gdbstub never listened on port $port (see $OUT/emulator.log)"
+msg "QEMU paused on 127.0.0.1:$port; console log: $OUT/console.log"
+rc=0
+SHSTK_VMLINUX=$KBUILD_DIR/vmlinux SHSTK_GDB_SCRIPTS=$KBUILD_DIR/vmlinux-gdb.py \
+	SHSTK_PROG=$prog SHSTK_PORT=$port SHSTK_COMM=$comm SHSTK_ARCH=$ARCH \
+	tb gdb-multiarch -q -nx -x "$SHSTK_TOP/gdb/debug.py" || rc=$?
+msg "gdb exited ($rc); stopping QEMU"
+exit "$rc"
