@@ -30,6 +30,10 @@ mkdir -p "$OUT"
 rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json"
 : >"$OUT/console.log"
 : >"$OUT/guest.out"
+# An emulator may need its boot medium made first (Bochs: an ISO).
+if declare -F emu_prepare >/dev/null; then
+	emu_prepare || die "preparing the $EMU boot medium failed"
+fi
 emu_command
 
 # Follow the results channel and show which guest program is running.
@@ -48,8 +52,11 @@ emu_pid=
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
 	[ -z "$emu_pid" ] || kill "$emu_pid" 2>/dev/null || true
-	pkill -P "$follower" 2>/dev/null || true
-	kill "$follower" 2>/dev/null || true
+	{
+		pkill -P "$follower" || true
+		kill "$follower" || true
+		wait "$follower" || true
+	} 2>/dev/null
 }
 trap cleanup EXIT
 trap 'msg "interrupted"; exit 130' INT TERM

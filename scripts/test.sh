@@ -4,7 +4,7 @@
 # make test: every check the project has, in the order a failure is cheapest
 # to find, each logged under out/test/, then one summary:
 #
-#   unit tests (host, no VM) -> lint -> the series (git am, checkpatch)
+#   unit tests (host, no VM) -> the series (git am, checkpatch) -> lint
 #   -> per arch: kernel build -> smoke boot -> the guest suite -> gdb-check
 #
 # Ends with "total: N passed, N failed, N skipped" (test points, summed).
@@ -31,8 +31,9 @@ run_step() {
 }
 
 run_step unit unittest python3 -m unittest discover -s tests -t . -v
-run_step lint ktap scripts/lint.sh
+# The series first: it fetches the kernel tree, whose checkpatch.pl lint uses.
 run_step series ktap scripts/check-series.sh
+run_step lint ktap scripts/lint.sh
 for a in $arches; do
 	a=$(shstk_arch "$a")
 	# The kernel build is its own step: a broken build is named as such.

@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# The Bochs command line and configuration: the one place that decides them.
+# Same interface as qemu.sh (KERNEL, INITRD, APPEND, OUT, ARCH in;
+# emu_prepare makes the boot medium, emu_command fills EMU_CMD).
+#
+# Bochs is here because it emulates x86 CET and QEMU (TCG) does not: with it
+# the x86 token path runs for real.  Debian trixie's Bochs 3.0 is the one that
+# works (bookworm's 2.7 reports bad XSAVE CPUID data and the kernel panics;
+# sid's 3.1 panics early).
+#
+# Why the unusual settings:
+#  - "nopku" on the kernel command line: Bochs 3.0's XRSTORS reads the CET
+#    user state at the wrong offset when Linux leaves PKRU out of the restore
+#    mask, and tasks then resume on each other's SSP.  Without PKU the kernel
+#    never does that.
+#  - an isolinux ISO: Bochs has no direct kernel boot.
+#  - display_library rfb with timeout=0: Debian's build has no "nogui"; rfb
+#    starts without waiting for a viewer.
+#  - "-rc" with "c": Debian's build has the internal debugger, which would
+#    otherwise stop at the first instruction.
+#  - sound drivers "dummy": otherwise the mixer thread aborts without audio.
+#  - com1 is the console, com2 the results channel (/dev/ttyS1 in the guest).
+#  - clock sync=none, ips=100M: as fast as it goes; the guest clock runs slow.
+#  - Bochs exits 1 on power-off and on panic alike: checks/ reads the console.
+
+emu_prepare() {
+	[ "$ARCH" = x86_64 ] || die "Bochs emulates x86 only"
+	local iso=$OUT/iso
+	rm -rf "$iso"
+	mkdir -p "$iso/isolinux"
+	tb cp /usr/lib/ISOLINUX/isolinux.bin /usr/lib/syslinux/modules/bios/ldlinux.c32 "$iso/isolinux/"
+	cp "$KERNEL" "$iso/bzImage"
+	cp "$INITRD" "$iso/initrd.gz"
+	cat >"$iso/isolinux/isolinux.cfg" <<CFG
+SERIAL 0 115200
+DEFAULT linux
+PROMPT 0
+TIMEOUT 0
+LABEL linux
+  KERNEL /bzImage
+  APPEND initrd=/initrd.gz console=ttyS0 nopku panic=-1 oops=panic loglevel=5 shstk.out=/dev/ttyS1 $APPEND
+CFG
+	tb xorriso -as mkisofs -quiet -o "$OUT/boot.iso" -b isolinux/isolinux.bin -c isolinux/boot.cat \
+		-no-emul-boot -boot-load-size 4 -boot-info-table "$iso" >"$OUT/xorriso.log" 2>&1 || return 1
+	cat >"$OUT/bochsrc" <<RC
+megs: 1024
+cpu: model=tigerlake, count=1, ips=100000000, reset_on_triple_fault=0, ignore_bad_msrs=1
+romimage: file=/usr/share/bochs/BIOS-bochs-latest
+vgaromimage: file=/usr/share/vgabios/vgabios.bin
+display_library: rfb, options="timeout=0"
+ata0-master: type=cdrom, path=$OUT/boot.iso, status=inserted
+boot: cdrom
+com1: enabled=1, mode=file, dev=$OUT/console.log
+com2: enabled=1, mode=file, dev=$OUT/guest.out
+clock: sync=none
+speaker: enabled=0
+sound: waveoutdrv=dummy, waveindrv=dummy, midioutdrv=dummy
+log: $OUT/bochs.log
+panic: action=fatal
+error: action=report
+RC
+	echo c >"$OUT/bochs.rc"
+}
+
+emu_command() {
+	if [ -n "${GDB_PORT:-}" ]; then
+		die "Debian's Bochs has no gdbstub: gdb on Bochs needs a Bochs built with one"
+	fi
+	# shellcheck disable=SC2034  # read by boot-vm.sh
+	EMU_CMD=(bochs -q -f "$OUT/bochsrc" -rc "$OUT/bochs.rc")
+}
