@@ -33,6 +33,7 @@ help:
 	@echo "  BASELINE=1                with kernel/run/smoke: the pristine kernel, for A/B"
 	@echo "  make debug ARCH=          QEMU paused + gdb with the kernel's and shstk-lab's helpers"
 	@echo "  make gdb-check ARCH=      scripted, checked gdb step-through of clone3 with a token"
+	@echo "  make trace [ARCH=] [SCRIPT=] [PROG=]  bpftrace in the guest, its log checked"
 	@echo "  make check-series         git am the series onto the pristine tree, checkpatch it"
 	@echo "  make toolbox              make the trixie toolbox (QEMU 11, gdb 18, gcc 14)"
 	@echo "Cache: $${SHSTK_CACHE:-~/.cache/shstk-lab} (set SHSTK_CACHE to move it)"
@@ -67,7 +68,11 @@ debug:
 gdb-check:
 	@rc=0; for a in $(ALL_ARCHES); do $(S)/gdb-check.sh $$a $(EMU) || rc=1; done; exit $$rc
 
-trace fuzz bench:
+SCRIPT ?= token-validation
+trace:
+	@rc=0; for a in $(ALL_ARCHES); do $(S)/trace.sh $$a $(EMU) $(SCRIPT) $(PROG) || rc=1; done; exit $$rc
+
+fuzz bench:
 	@echo "make $@: not implemented yet (see the open issues)" >&2; exit 2
 
 clean:

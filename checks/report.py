@@ -38,13 +38,13 @@ def known_failures(path=KNOWN_FAILURES):
     return known
 
 
-def apply_known(arch, programs, known):
+def apply_known(arch, programs, known, emu="qemu"):
     """Move the listed problems of each program to prog.xfail; a listed one
-    that did not happen becomes a problem itself (XPASS: update the list)."""
+    that did not happen becomes a problem itself (XPASS: update the list).
+    An entry's arch is "ARCH" (any emulator) or "ARCH/EMU"."""
     for prog in programs:
-        prog.xfail = []
         for (k_arch, k_prog, problem), why in known.items():
-            if (k_arch, k_prog) != (arch, prog.name):
+            if k_arch not in (arch, f"{arch}/{emu}") or k_prog != prog.name:
                 continue
             if problem in prog.problems:
                 prog.problems.remove(problem)
@@ -148,7 +148,7 @@ def main(argv):
     vm, console_text, guest_text = load(outdir)
     info, programs, run_problems = judge_run(vm, console_text, guest_text)
     arch, emu = vm.get("arch", "?"), vm.get("emu", "?")
-    apply_known(arch, programs, known_failures())
+    apply_known(arch, programs, known_failures(), emu)
     passed, failed, skipped = counts(programs, run_problems)
     write_ktap(os.path.join(outdir, "results.ktap"), programs)
     result = {

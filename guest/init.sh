@@ -22,10 +22,12 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 
 out=/dev/console
+trace=
 read -r cmdline </proc/cmdline
 for arg in $cmdline; do
 	case "$arg" in
 	shstk.out=*) out=${arg#shstk.out=} ;;
+	shstk.trace=*) trace=${arg#shstk.trace=} ;;
 	shstk.why=*) SHSTK_LAB_NO_SHSTK_WHY=$(echo "${arg#shstk.why=}" | tr _ ' ')
 		export SHSTK_LAB_NO_SHSTK_WHY ;;
 	esac
@@ -42,6 +44,52 @@ esac
 say "kernel $(uname -r), cpu shadow stack: $shstk"
 emit "SHSTK-LAB GUEST kernel=$(uname -r) arch=$(uname -m) cpu_shstk=$shstk"
 
+# bpftrace lives in a Debian root filesystem shared read-only over 9p; it
+# runs chrooted there, with the kernel's filesystems and /trace bound in.
+trace_start() {
+	mkdir -p /rootfs
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 rootfs /rootfs || return 1
+	mount -t proc proc /rootfs/proc
+	mount -t sysfs sysfs /rootfs/sys
+	mount -t devtmpfs devtmpfs /rootfs/dev
+	mount -t tmpfs tmpfs /rootfs/tmp
+	mount -t tracefs tracefs /rootfs/sys/kernel/tracing
+	mount -t debugfs debugfs /rootfs/sys/kernel/debug
+	mount --bind /trace /rootfs/mnt/trace
+	say "starting bpftrace $1 for $2"
+	chroot /rootfs /usr/bin/bpftrace "/mnt/trace/$1.bt" "$2" >/tmp/trace.log 2>&1 &
+	trace_pid=$!
+	# Its BEGIN probe runs once every probe is attached.
+	i=0
+	while ! grep -q "^TRACE READY" /tmp/trace.log; do
+		kill -0 "$trace_pid" 2>/dev/null || return 1
+		i=$((i + 1))
+		[ "$i" -lt 1800 ] || return 1
+		sleep 0.1
+	done
+	say "bpftrace attached after $((i / 10)) s"
+}
+
+trace_stop() {
+	kill -INT "$trace_pid" 2>/dev/null
+	wait "$trace_pid"
+	rc=$?
+	emit "SHSTK-LAB BEGIN trace:$1"
+	cat /tmp/trace.log >>"$out"
+	emit "SHSTK-LAB END trace:$1 rc=$rc"
+}
+
+if [ -n "$trace" ]; then
+	first=$(awk '!/^#/ && NF { print $2; exit }' /tests/list)
+	if ! trace_start "$trace" "$(basename "$first" | cut -c1-15)"; then
+		say "bpftrace did not start"
+		emit "SHSTK-LAB BEGIN trace:$trace"
+		cat /tmp/trace.log >>"$out" 2>/dev/null
+		emit "SHSTK-LAB END trace:$trace rc=255"
+		trace=
+	fi
+fi
+
 while read -r name prog timeout; do
 	case "$name" in '' | '#'*) continue ;; esac
 	say "running $name"
@@ -53,6 +101,7 @@ while read -r name prog timeout; do
 	say "$name exited $rc"
 done </tests/list
 
+[ -z "$trace" ] || trace_stop "$trace"
 emit "SHSTK-LAB DONE"
 sync
 poweroff -f

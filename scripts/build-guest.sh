@@ -147,6 +147,16 @@ else
 	cat "$list.files" >>"$list"
 	rm -f "$list.files"
 fi
+# The bpftrace scripts, each with its arch part (NAME.ARCH.bt) appended.
+echo "dir /trace 0755 0 0" >>"$list"
+mkdir -p "$GUEST/trace"
+for bt in "$SHSTK_TOP"/trace/*.bt; do
+	case "$bt" in *.x86_64.bt | *.arm64.bt) continue ;; esac
+	name=$(basename "$bt")
+	cat "$bt" >"$GUEST/trace/$name"
+	[ ! -f "${bt%.bt}.$ARCH.bt" ] || cat "${bt%.bt}.$ARCH.bt" >>"$GUEST/trace/$name"
+	echo "file /trace/$name $GUEST/trace/$name 0644 0 0" >>"$list"
+done
 echo "file /tests/list $tests 0644 0 0" >>"$list"
 python3 "$SHSTK_TOP/scripts/mkinitramfs.py" "$list" "$image"
 echo "$image"

@@ -6,6 +6,7 @@
 #
 #   unit tests (host, no VM) -> the series (git am, checkpatch) -> lint
 #   -> per arch: kernel build -> smoke boot -> the guest suite -> gdb-check
+#      -> trace (and on x86 the smoke and suite again under Bochs, with CET)
 #
 # Ends with "total: N passed, N failed, N skipped" (test points, summed).
 # ARCH limits the VM steps to one architecture.
@@ -41,6 +42,12 @@ for a in $arches; do
 	run_step "smoke-$a" "results:$SHSTK_OUT/$a/smoke" scripts/run.sh smoke "$a"
 	run_step "run-$a" "results:$SHSTK_OUT/$a" scripts/run.sh run "$a"
 	run_step "gdb-check-$a" gdbsteps scripts/gdb-check.sh "$a"
+	run_step "trace-$a" gdbsteps scripts/trace.sh "$a"
+	if [ "$a" = x86_64 ]; then
+		# x86 shadow stacks for real: Bochs emulates CET, QEMU does not.
+		run_step "smoke-$a-bochs" "results:$SHSTK_OUT/$a-bochs/smoke" scripts/run.sh smoke "$a" bochs
+		run_step "run-$a-bochs" "results:$SHSTK_OUT/$a-bochs" scripts/run.sh run "$a" bochs
+	fi
 done
 
 PYTHONPATH=$SHSTK_TOP python3 -m checks.summary "$LOG" "${steps[@]}"

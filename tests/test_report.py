@@ -31,6 +31,16 @@ class KnownFailuresTest(unittest.TestCase):
         report.apply_known("arm64", progs, known)
         self.assertEqual(progs[0].verdict, "fail")
 
+    def test_emulator_qualified_entry(self):
+        known = self.known("arm64/bochs | t | exit status 139 | why\n"
+                           "arm64/bochs | t | plan says 2 tests, saw 1 | why\n")
+        _, progs, _ = ktap.parse(CRASH)
+        report.apply_known("arm64", progs, known, "qemu")
+        self.assertEqual(progs[0].verdict, "fail")
+        _, progs, _ = ktap.parse(CRASH)
+        report.apply_known("arm64", progs, known, "bochs")
+        self.assertEqual(progs[0].verdict, "xfail")
+
     def test_unlisted_problem_still_fails(self):
         known = self.known("arm64 | t | exit status 139 | why\n")
         _, progs, _ = ktap.parse(CRASH)

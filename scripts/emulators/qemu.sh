@@ -38,6 +38,13 @@ emu_command() {
 		-serial "file:$OUT/console.log"
 		-chardev "file,id=results,path=$OUT/guest.out"
 		-device virtconsole,chardev=results)
+	if [ -n "${SHSTK_ROOTFS:-}" ]; then
+		# The bpftrace root filesystem, read-only over 9p (mount tag "rootfs").
+		local dev=virtio-9p-pci
+		[ "$ARCH" = arm64 ] && dev=virtio-9p-device
+		EMU_CMD+=(-fsdev "local,id=rootfs,path=$SHSTK_ROOTFS,security_model=none,readonly=on"
+			-device "$dev,fsdev=rootfs,mount_tag=rootfs")
+	fi
 	if [ -n "${GDB_PORT:-}" ]; then
 		# Paused at the first instruction until gdb continues it.
 		EMU_CMD+=(-gdb "tcp:127.0.0.1:$GDB_PORT" -S)

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A root filesystem with bpftrace for the guest, from Debian trixie's
+# packages only, assembled on the host without running any foreign binary:
+# debootstrap --foreign resolves and downloads bpftrace's dependency closure,
+# then every downloaded package is unpacked with dpkg-deb -x.  Shared with
+# the guest read-only over 9p (make trace).
+#
+#   scripts/build-rootfs.sh ARCH      -> $SHSTK_CACHE/rootfs/<arch>
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+arch_vars "${1:-}"
+ROOTFS=$SHSTK_CACHE/rootfs/$ARCH
+PKGS=bpftrace
+stamp=$ROOTFS/.shstk-rootfs
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$PKGS" ]; then
+	echo "$ROOTFS"
+	exit 0
+fi
+[ "$(id -u)" -eq 0 ] || die "debootstrap needs root"
+command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+mirror=$("$SHSTK_TOP/scripts/apt-local" -qq --print-uris download bash 2>/dev/null |
+	sed -nE "s|^'([^']*)/pool/.*|\1|p" | head -n1 || true)
+mirror=${SHSTK_MIRROR:-$mirror}
+[ -n "$mirror" ] || die "could not find the Debian mirror (run scripts/apt-local update, or set SHSTK_MIRROR)"
+
+make_rootfs() {
+	local new=$ROOTFS.new deb n=0
+	rm -rf "$new"
+	mkdir -p "$new"
+	debootstrap --foreign --variant=minbase --arch="$DEB_ARCH" --include="$PKGS" \
+		trixie "$new" "$mirror" >"$new.log" 2>&1 ||
+		die "debootstrap --foreign failed; see $new.log"
+	# The first stage unpacked only the essential packages: unpack them all.
+	for deb in "$new"/var/cache/apt/archives/*.deb; do
+		dpkg-deb -x "$deb" "$new"
+		n=$((n + 1))
+	done
+	rm -f "$new"/var/cache/apt/archives/*.deb
+	mkdir -p "$new/mnt/trace" "$new/tmp"
+	echo "$PKGS" >"$new/.shstk-rootfs"
+	rm -rf "$ROOTFS"
+	mv "$new" "$ROOTFS"
+	msg "$n packages unpacked; $(du -sh "$ROOTFS" | cut -f1) in $ROOTFS"
+}
+step "building the $ARCH bpftrace root filesystem (debootstrap, about 3-4 minutes)" make_rootfs
+echo "$ROOTFS"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make trace: boot the guest with the bpftrace root filesystem, attach a
+# trace/ script, run the token scenario (or PROG) under it, bring the log
+# back and check it against what the guest program saw.
+#
+#   scripts/trace.sh ARCH [EMU] [SCRIPT] [PROG]
+#
+# SCRIPT is a trace/ script name (default token-validation).  Leaves
+# out/<arch>/trace/ (console.log, guest.out) and out/<arch>/trace-SCRIPT.log.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+arch_vars "${1:-}"
+EMU=${2:-qemu}
+script=$(basename "${3:-token-validation}" .bt)
+PROG=${4:-}
+[ "$EMU" = qemu ] || die "make trace runs on QEMU only for now: Bochs has no 9p for the bpftrace root filesystem"
+[ -f "$SHSTK_TOP/trace/$script.bt" ] || die "no trace script trace/$script.bt"
+OUT=$ARCH_OUT/trace
+
+"$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
+rootfs=$("$SHSTK_TOP/scripts/build-rootfs.sh" "$ARCH")
+if [ -n "$PROG" ]; then
+	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" --prog "$PROG")
+else
+	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" trace)
+fi
+t0=$EPOCHREALTIME
+msg "booting $ARCH with bpftrace ($script); logs in $OUT"
+SHSTK_ROOTFS=$rootfs "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" \
+	"$OUT" "${SHSTK_TRACE_TIMEOUT:-300}" "shstk.trace=$script" || true
+rc=0
+PYTHONPATH=$SHSTK_TOP python3 -m checks.trace "$OUT" "$ARCH" "$script" \
+	"$ARCH_OUT/trace-$script.log" "${PROG:+user}" || rc=$?
+msg "trace $ARCH: $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+exit "$rc"
