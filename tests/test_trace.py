@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: GPL-2.0
+"""checks.trace: the bpftrace log against what the guest saw."""
+import unittest
+
+from checks import trace
+
+T = 0xffffb4901ff8
+GOOD = f"""TRACE READY token-validation comm=shstk_gdb
+map_shadow_stack pid=5 size=4096 flags=1 ret=0xffffb4901000
+clone3_enter pid=5 size=96 token={T:#x} word={T & ~0xfff | 1:#x}
+alloc pid=5 token={T:#x} ret=0 gcspr={T + 8:#x}
+validate pid=5 token={T:#x} ret=0
+newtask pid=5 new_pid=9 token={T:#x} ssp={T + 8:#x}
+clone3_exit pid=5 token={T:#x} ret=9
+clone3_enter pid=5 size=96 token={T:#x} word=0x0
+alloc pid=5 token={T:#x} ret=0 gcspr={T + 8:#x}
+validate pid=5 token={T:#x} ret=-22
+clone3_exit pid=5 token={T:#x} ret=-22
+clone3_enter pid=5 size=96 token={T - 1:#x} word=none
+clone3_exit pid=5 token={T - 1:#x} ret=-22
+""".splitlines()
+
+
+def calls_of(lines):
+    return trace.group_calls(trace.parse_trace(lines))
+
+
+class TraceTest(unittest.TestCase):
+    def test_a_consistent_log(self):
+        calls, stray = calls_of(GOOD)
+        self.assertEqual(stray, [])
+        self.assertEqual([(c["token"], c["ret"]) for c in calls], [(T, 9), (T, -22), (T - 1, -22)])
+        for c in calls:
+            self.assertEqual(trace.check_call(c, "arm64"), [], c)
+        self.assertEqual(trace.where_refused(calls[1]), "arch_shstk_validate_clone: not the token")
+        self.assertEqual(trace.where_refused(calls[2]), "clone3_args_valid (misaligned)")
+
+    def test_success_without_validation_fails(self):
+        lines = [line for line in GOOD[:7] if not line.startswith("validate")]
+        calls, _ = calls_of(lines)
+        self.assertTrue(trace.check_call(calls[0], "arm64"))
+
+    def test_wrong_ssp_fails(self):
+        lines = [line.replace(f"ssp={T + 8:#x}", f"ssp={T:#x}") for line in GOOD[:7]]
+        calls, _ = calls_of(lines)
+        self.assertIn("not token + 8", trace.check_call(calls[0], "arm64")[0])
+
+    def test_refusal_with_a_task_fails(self):
+        lines = GOOD[7:10] + [f"newtask pid=5 new_pid=10 token={T:#x} ssp={T + 8:#x}"] + GOOD[10:11]
+        calls, _ = calls_of(lines)
+        self.assertTrue(any("task was made" in p for p in trace.check_call(calls[0], "arm64")))
+
+    def test_stray_event_is_unexplained(self):
+        _, stray = calls_of([f"validate pid=5 token={T:#x} ret=0"])
+        self.assertEqual(len(stray), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
