@@ -34,6 +34,7 @@ help:
 	@echo "  make debug ARCH=          QEMU paused + gdb with the kernel's and shstk-lab's helpers"
 	@echo "  make gdb-check ARCH=      scripted, checked gdb step-through of clone3 with a token"
 	@echo "  make trace [ARCH=] [SCRIPT=] [PROG=]  bpftrace in the guest, its log checked"
+	@echo "  make fuzz [ARCH=] [SEED=] [CALLS=] [ROUNDS=]  clone3 fuzzer + token race on a KASAN/lockdep kernel"
 	@echo "  make check-series         git am the series onto the pristine tree, checkpatch it"
 	@echo "  make toolbox              make the trixie toolbox (QEMU 11, gdb 18, gcc 14)"
 	@echo "Cache: $${SHSTK_CACHE:-~/.cache/shstk-lab} (set SHSTK_CACHE to move it)"
@@ -72,7 +73,12 @@ SCRIPT ?= token-validation
 trace:
 	@rc=0; for a in $(ALL_ARCHES); do $(S)/trace.sh $$a $(EMU) $(SCRIPT) $(PROG) || rc=1; done; exit $$rc
 
-fuzz bench:
+# SEED=, CALLS=, ROUNDS=, KCONFIG= (debug by default) go to scripts/fuzz.sh.
+export SEED CALLS ROUNDS KCONFIG
+fuzz:
+	@rc=0; for a in $(ALL_ARCHES); do $(S)/fuzz.sh $$a $(EMU) || rc=1; done; exit $$rc
+
+bench:
 	@echo "make $@: not implemented yet (see the open issues)" >&2; exit 2
 
 clean:

@@ -102,6 +102,12 @@ while read -r name prog timeout; do
 done </tests/list
 
 [ -z "$trace" ] || trace_stop "$trace"
+# On a kernel with kmemleak, scan now and put any report on the console,
+# where the host looks for it.
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo scan >/sys/kernel/debug/kmemleak
+	cat /sys/kernel/debug/kmemleak >/dev/console
+fi
 emit "SHSTK-LAB DONE"
 sync
 poweroff -f
