@@ -12,7 +12,7 @@ SIGNS = [
     ("KASAN", re.compile(r"BUG: KASAN: ")),
     ("soft lockup", re.compile(r"watchdog: BUG: soft lockup")),
     ("lockdep", re.compile(r"WARNING: possible (circular|recursive) locking|inconsistent lock state")),
-    ("kmemleak", re.compile(r"kmemleak: \d+ new suspected memory leaks")),
+    ("kmemleak", re.compile(r"kmemleak: \d+ new suspected memory leaks|^unreferenced object 0x")),
     ("RCU stall", re.compile(r"rcu: INFO: rcu_\w+ detected stalls")),
     ("hung task", re.compile(r"INFO: task .* blocked for more than")),
     # The general forms last: the specific ones above are also BUGs/WARNINGs.

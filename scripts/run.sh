@@ -23,15 +23,20 @@ bochs) [ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only (ARCH=$ARCH)"
 *) die "unknown EMU '$EMU' (use qemu or bochs)" ;;
 esac
 
+# Check what the user gave before any long step.
+if [ -n "$PROG" ]; then
+	[ -f "$PROG" ] || die "PROG=$PROG does not exist"
+	python3 "$SHSTK_TOP/scripts/elfcheck.py" "$PROG" "$ARCH" || exit 1
+fi
 out=$ARCH_OUT
 [ "$EMU" = qemu ] || out=$out-$EMU
-timeout=600
+timeout=${SHSTK_RUN_TIMEOUT:-600}
 if [ -n "$PROG" ]; then
 	[ "$mode" = run ] || die "PROG= goes with run"
 	out=$out/prog
 elif [ "$mode" = smoke ]; then
 	out=$out/smoke
-	timeout=90
+	timeout=${SHSTK_RUN_TIMEOUT:-90}
 fi
 
 "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"

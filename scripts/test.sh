@@ -4,7 +4,7 @@
 # make test: every check the project has, in the order a failure is cheapest
 # to find, each logged under out/test/, then one summary:
 #
-#   unit tests (host, no VM) -> the series (git am, checkpatch) -> lint
+#   the series (git am, checkpatch) -> unit tests (host, no VM) -> lint
 #   -> per arch: kernel build -> smoke boot -> the guest suite -> gdb-check
 #      -> trace (and on x86 the smoke and suite again under Bochs, with CET)
 #
@@ -31,9 +31,10 @@ run_step() {
 	msg "   $name: exit $rc in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s (log: $LOG/$name.log)"
 }
 
-run_step unit unittest python3 -m unittest discover -s tests -t . -v
-# The series first: it fetches the kernel tree, whose checkpatch.pl lint uses.
+# The series first: it fetches the kernel tree, which the lint (checkpatch.pl)
+# and some harness tests use.
 run_step series ktap scripts/check-series.sh
+run_step unit unittest python3 -m unittest discover -s tests -t . -v
 run_step lint ktap scripts/lint.sh
 for a in $arches; do
 	a=$(shstk_arch "$a")
@@ -49,5 +50,9 @@ for a in $arches; do
 		run_step "run-$a-bochs" "results:$SHSTK_OUT/$a-bochs" scripts/run.sh run "$a" bochs
 	fi
 done
+
+# The harness under faults (Ctrl-C, a hung guest, two arches at once): these
+# boot VMs, so they come after the kernels are built.
+run_step harness unittest python3 -m unittest tests.test_harness.FaultTest -v
 
 PYTHONPATH=$SHSTK_TOP python3 -m checks.summary "$LOG" "${steps[@]}"

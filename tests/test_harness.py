@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The harness under bad input and faults: every entry point fails with a
+clear one-line error and a non-zero exit, and leaves nothing running.
+
+The tests that boot a VM need the kernels built (make kernel); without them
+they are skipped, saying so.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.environ.get("SHSTK_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "shstk-lab"))
+SRC = os.path.join(CACHE, "src", "linux")
+IMAGES = {"arm64": "build/arm64/arch/arm64/boot/Image",
+          "x86_64": "build/x86_64/arch/x86/boot/bzImage"}
+
+
+def run(*cmd, env=None, timeout=120):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(list(cmd), cwd=TOP, env=e, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def emulators_running(tag):
+    """Emulator processes whose command line mentions @tag."""
+    r = subprocess.run(["pgrep", "-af", "qemu-system|bochs"], capture_output=True, text=True)
+    return [line for line in r.stdout.splitlines() if tag in line]
+
+
+def kernel_built(arch):
+    return os.path.exists(os.path.join(CACHE, IMAGES[arch]))
+
+
+class BadInputTest(unittest.TestCase):
+    def assert_error(self, r, words):
+        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        errors = [line for line in r.stderr.splitlines() if "error:" in line or "PROG=" in line]
+        self.assertTrue(errors, r.stderr)
+        self.assertIn(words, errors[-1])
+
+    def test_unknown_arch(self):
+        self.assert_error(run("scripts/run.sh", "run", "sparc"), "unknown ARCH 'sparc'")
+        r = run("make", "--no-print-directory", "kernel", "ARCH=sparc")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("unknown ARCH 'sparc'", r.stderr)
+
+    def test_unknown_emu(self):
+        self.assert_error(run("scripts/run.sh", "run", "x86_64", "vbox"), "unknown EMU 'vbox'")
+        self.assert_error(run("scripts/run.sh", "run", "arm64", "bochs"), "x86_64 only")
+
+    def test_unknown_mode(self):
+        self.assert_error(run("scripts/run.sh", "boot", "arm64"), "unknown mode 'boot'")
+
+    def test_prog_missing(self):
+        self.assert_error(run("scripts/run.sh", "run", "arm64", "qemu", "/nonexistent/prog"),
+                          "does not exist")
+
+    def test_prog_dynamic_or_wrong_arch(self):
+        # The host's /bin/true: an x86_64 program, dynamically linked.
+        self.assert_error(run("scripts/run.sh", "run", "arm64", "qemu", "/bin/true"),
+                          "built for x86_64, not arm64")
+        self.assert_error(run("scripts/run.sh", "run", "x86_64", "qemu", "/bin/true"),
+                          "dynamically linked")
+
+    def test_prog_not_elf(self):
+        self.assert_error(run("scripts/run.sh", "run", "x86_64", "qemu", "README.md"),
+                          "not an ELF file")
+
+    def test_unknown_kconfig_variant(self):
+        r = run("scripts/build-kernel.sh", "arm64", env={"SHSTK_KCONFIG_VARIANT": "nosuch"})
+        self.assert_error(r, "no config fragment config/kernel/nosuch.config")
+
+    def test_unknown_trace_script(self):
+        self.assert_error(run("scripts/trace.sh", "arm64", "qemu", "nosuch"),
+                          "no trace script trace/nosuch.bt")
+
+    def test_bad_toolbox_setting(self):
+        r = run("scripts/tb", "true", env={"SHSTK_TOOLBOX": "maybe"})
+        self.assert_error(r, "SHSTK_TOOLBOX must be auto, yes or no")
+
+    def test_download_failure_is_named(self):
+        # A fresh cache and a mirror nobody answers on: the kernel source
+        # download fails at once, and says which.
+        with tempfile.TemporaryDirectory() as cache:
+            r = run("scripts/kernel-source.sh", "--check",
+                    env={"SHSTK_CACHE": cache, "SHSTK_MIRROR": "http://127.0.0.1:9/debian"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stderr, r"error: (apt update \(project-local\) failed|could not download)")
+
+    @unittest.skipUnless(os.path.isdir(os.path.join(SRC, ".git")),
+                         "no kernel tree in the cache yet (make check-series fetches it)")
+    def test_patch_that_no_longer_applies_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for d in ("scripts", "patches"):
+                shutil.copytree(os.path.join(TOP, d), os.path.join(tmp, d))
+            victim = sorted(p for p in os.listdir(os.path.join(tmp, "patches"))
+                            if p.startswith("0004"))[0]
+            path = os.path.join(tmp, "patches", victim)
+            with open(path) as f:
+                text = f.read()
+            # Corrupt a context line of the first hunk in kernel/fork.c.
+            text = text.replace(" \tif (unlikely(usize > PAGE_SIZE))",
+                                " \tif (unlikely(usize > PAGE_SIZE * 2))", 1)
+            with open(path, "w") as f:
+                f.write(text)
+            r = subprocess.run([os.path.join(tmp, "scripts", "kernel-source.sh"), "--check"],
+                               capture_output=True, text=True, timeout=300)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(f"patch 4/8 ({victim}) does not apply", r.stderr)
+
+
+@unittest.skipUnless(kernel_built("arm64"), "arm64 kernel not built (make kernel ARCH=arm64)")
+class FaultTest(unittest.TestCase):
+    def test_ctrl_c_leaves_nothing_running(self):
+        with tempfile.TemporaryDirectory() as out:
+            p = subprocess.Popen(["scripts/run.sh", "run", "arm64"], cwd=TOP,
+                                 env=dict(os.environ, SHSTK_OUT=out), start_new_session=True,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # Wait until the emulator is up, then interrupt the whole job.
+            deadline = time.time() + 120
+            while time.time() < deadline and not emulators_running(out):
+                time.sleep(0.2)
+            self.assertTrue(emulators_running(out), "the emulator never started")
+            os.killpg(p.pid, signal.SIGINT)
+            p.wait(timeout=30)
+            time.sleep(1)
+            self.assertEqual(emulators_running(out), [])
+            self.assertNotEqual(p.returncode, 0)
+
+    def test_hung_guest_is_a_failure_with_the_log_kept(self):
+        # A guest program that never ends: the VM is stopped at the timeout.
+        with tempfile.TemporaryDirectory() as out:
+            prog = os.path.join(out, "hang")
+            with open(prog + ".c", "w") as f:
+                f.write("int main(void) { for (;;) ; }\n")
+            r = run("scripts/tb", "aarch64-linux-gnu-gcc-14", "-static", "-o", prog, prog + ".c")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = run("scripts/run.sh", "run", "arm64", "qemu", prog,
+                    env={"SHSTK_OUT": out, "SHSTK_RUN_TIMEOUT": "15"}, timeout=180)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("the guest hung", r.stdout)
+            self.assertTrue(os.path.getsize(os.path.join(out, "arm64", "prog", "console.log")) > 0)
+            self.assertEqual(emulators_running(out), [])
+
+    @unittest.skipUnless(kernel_built("x86_64"), "x86_64 kernel not built")
+    def test_two_arches_at_once(self):
+        with tempfile.TemporaryDirectory() as out:
+            env = dict(os.environ, SHSTK_OUT=out)
+            procs = [subprocess.Popen(["scripts/run.sh", "smoke", a], cwd=TOP, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                     for a in ("arm64", "x86_64")]
+            outs = [p.communicate(timeout=300)[0] for p in procs]
+            for p, o in zip(procs, outs):
+                self.assertEqual(p.returncode, 0, o)
+            for a in ("arm64", "x86_64"):
+                self.assertTrue(os.path.exists(os.path.join(out, a, "smoke", "results.json")))
+
+
+if __name__ == "__main__":
+    unittest.main()
