@@ -53,6 +53,6 @@ done
 
 # The harness under faults (Ctrl-C, a hung guest, two arches at once): these
 # boot VMs, so they come after the kernels are built.
-run_step harness unittest python3 -m unittest tests.test_harness.FaultTest -v
+run_step harness unittest python3 -m unittest tests.vm_harness -v
 
 PYTHONPATH=$SHSTK_TOP python3 -m checks.summary "$LOG" "${steps[@]}"
