@@ -35,6 +35,7 @@ help:
 	@echo "  make gdb-check ARCH=      scripted, checked gdb step-through of clone3 with a token"
 	@echo "  make trace [ARCH=] [SCRIPT=] [PROG=]  bpftrace in the guest, its log checked"
 	@echo "  make fuzz [ARCH=] [SEED=] [CALLS=] [ROUNDS=]  clone3 fuzzer + token race on a KASAN/lockdep kernel"
+	@echo "  make bench                measured figures on this machine -> docs/bench.md"
 	@echo "  make check-series         git am the series onto the pristine tree, checkpatch it"
 	@echo "  make toolbox              make the trixie toolbox (QEMU 11, gdb 18, gcc 14)"
 	@echo "Cache: $${SHSTK_CACHE:-~/.cache/shstk-lab} (set SHSTK_CACHE to move it)"
@@ -79,7 +80,7 @@ fuzz:
 	@rc=0; for a in $(ALL_ARCHES); do $(S)/fuzz.sh $$a $(EMU) || rc=1; done; exit $$rc
 
 bench:
-	@echo "make $@: not implemented yet (see the open issues)" >&2; exit 2
+	$(S)/bench.sh
 
 clean:
 	rm -rf out

@@ -61,7 +61,8 @@ configure() {
 frag_hash=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
 # What this build is made of: the series applied, the configuration, the
 # package.  The same inputs and an image in place need no make at all.
-inputs="$(cat "$SRC/.shstk-series") $frag_hash $(cat "$SRC/.shstk-kernel-version")"
+edits=$(git -C "$SRC" diff HEAD 2>/dev/null | sha256sum | cut -c1-16)
+inputs="$(cat "$SRC/.shstk-series") $frag_hash $edits $(cat "$SRC/.shstk-kernel-version")"
 if [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && [ -f "$KBUILD_DIR/$KIMAGE" ] &&
 	[ "$(cat "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
 	msg "$ARCH kernel up to date: $(sed -n 's/^release: //p' "$KBUILD_DIR/shstk-build.txt") ($KBUILD_DIR)"
@@ -87,7 +88,13 @@ build() {
 		die "kernel build for $ARCH failed (full log: $log)"
 	fi
 }
+cold=incremental
+[ -f "$KBUILD_DIR/vmlinux" ] || cold=cold
+tb0=$EPOCHREALTIME
 step "building $ARCH kernel in $KBUILD_DIR" build
+# Every build's wall time, for make bench.
+printf '%s %s %.0f\n' "$(date -u +%FT%TZ)" "$cold" \
+	"$(awk -v a="$tb0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" >>"$KBUILD_DIR/shstk-build-times"
 
 release=$(kmake -s kernelrelease)
 {

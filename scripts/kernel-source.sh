@@ -105,12 +105,21 @@ if [ "${1:-}" = --check ]; then
 	exit 0
 fi
 have=$(cat "$SRC/.shstk-series" 2>/dev/null || true)
-if [ "$want" = "$have" ] && [ -z "$(git_src status --porcelain --untracked-files=no)" ]; then
+edits=$(git_src status --porcelain --untracked-files=no)
+if [ "$want" = "$have" ]; then
+	# A developer hacking the tree directly: build with the edits, say so.
+	if [ -n "$edits" ]; then
+		warn "building with local edits in $SRC (git format-patch them into patches/ to keep them):"
+		git_src status --short --untracked-files=no | head -n 20 >&2
+	fi
 	exit 0
 fi
-if [ -n "$(git_src status --porcelain --untracked-files=no)" ]; then
-	warn "local edits in $SRC are discarded (make them in patches/ instead):"
-	git_src status --short --untracked-files=no | head -n 20 >&2
+if [ -n "$edits" ]; then
+	if [ "${SHSTK_DISCARD_EDITS:-0}" != 1 ]; then
+		git_src status --short --untracked-files=no | head -n 20 >&2
+		die "patches/ changed, and $SRC has local edits that applying it would lose; commit or format-patch them, or set SHSTK_DISCARD_EDITS=1"
+	fi
+	warn "discarding local edits in $SRC (SHSTK_DISCARD_EDITS=1)"
 fi
 apply_series
 git_src checkout -q -f --detach "$(git -C "$AM" rev-parse HEAD)"
