@@ -30,22 +30,11 @@ fi
 comm=$(basename "$prog" | cut -c1-15)
 mkdir -p "$OUT"
 
-port=$(free_port)
-vm_pid=
-# shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() {
-	[ -z "$vm_pid" ] || kill "$vm_pid" 2>/dev/null || true
-	[ -z "$vm_pid" ] || wait "$vm_pid" 2>/dev/null || true
-}
-trap cleanup EXIT
-GDB_PORT=$port "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" qemu "$KBUILD_DIR/$KIMAGE" "$image" \
-	"$OUT" "${SHSTK_DEBUG_TIMEOUT:-3600}" >"$OUT/boot.log" 2>&1 &
-vm_pid=$!
-wait_listen "$port" 30 || die "QEMU's gdbstub never listened on port $port (see $OUT/emulator.log)"
-msg "QEMU paused on 127.0.0.1:$port; console log: $OUT/console.log"
+trap stop_vm EXIT
+start_paused_vm "$OUT" "$image" "${SHSTK_DEBUG_TIMEOUT:-3600}"
+msg "QEMU paused on 127.0.0.1:$GDB_PORT; console log: $OUT/console.log"
+export_gdb_env "$prog"
 rc=0
-SHSTK_VMLINUX=$KBUILD_DIR/vmlinux SHSTK_GDB_SCRIPTS=$KBUILD_DIR/vmlinux-gdb.py \
-	SHSTK_PROG=$prog SHSTK_PORT=$port SHSTK_COMM=$comm SHSTK_ARCH=$ARCH \
-	tb gdb-multiarch -q -nx -x "$SHSTK_TOP/gdb/debug.py" || rc=$?
+SHSTK_COMM=$comm tb gdb-multiarch -q -nx -x "$SHSTK_TOP/gdb/debug.py" || rc=$?
 msg "gdb exited ($rc); stopping QEMU"
 exit "$rc"

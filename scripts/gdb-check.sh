@@ -24,37 +24,25 @@ prog=$SHSTK_CACHE/guest/$ARCH/bin/shstk_gdb
 mkdir -p "$OUT"
 rm -f "$OUT/gdb-steps.jsonl" "$OUT/gdb.log"
 
-port=$(free_port)
-vm_pid=
-# shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() {
-	[ -z "$vm_pid" ] || kill "$vm_pid" 2>/dev/null || true
-	[ -z "$vm_pid" ] || wait "$vm_pid" 2>/dev/null || true
-}
-trap cleanup EXIT
+trap stop_vm EXIT
 trap 'msg "interrupted"; exit 130' INT TERM
 
 t0=$EPOCHREALTIME
-GDB_PORT=$port "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" qemu "$KBUILD_DIR/$KIMAGE" "$image" \
-	"$OUT" "$((GDB_TIMEOUT + 30))" >"$OUT/boot.log" 2>&1 &
-vm_pid=$!
-wait_listen "$port" 30 || die "QEMU's gdbstub never listened on port $port (see $OUT/emulator.log)"
-msg "gdb attached to QEMU on 127.0.0.1:$port; step log $OUT/gdb-steps.jsonl"
+start_paused_vm "$OUT" "$image" "$((GDB_TIMEOUT + 30))"
+msg "gdb attached to QEMU on 127.0.0.1:$GDB_PORT; step log $OUT/gdb-steps.jsonl"
+export_gdb_env "$prog"
 rc=0
-SHSTK_VMLINUX=$KBUILD_DIR/vmlinux SHSTK_GDB_SCRIPTS=$KBUILD_DIR/vmlinux-gdb.py \
-	SHSTK_PROG=$prog SHSTK_PORT=$port SHSTK_STEPS=$OUT/gdb-steps.jsonl \
-	tb timeout -k 5 "$GDB_TIMEOUT" gdb-multiarch -q -batch -nx \
+SHSTK_STEPS=$OUT/gdb-steps.jsonl tb timeout -k 5 "$GDB_TIMEOUT" gdb-multiarch -q -batch -nx \
 	-x "$SHSTK_TOP/gdb/check_clone3.py" >"$OUT/gdb.log" 2>&1 || rc=$?
 grep '^\[gdb-check\]' "$OUT/gdb.log" >&2 || true
 if [ "$rc" -eq 0 ]; then
 	# gdb detached: the guest finishes and powers off by itself.
-	wait "$vm_pid" || true
+	wait "$VM_PID" || true
+	VM_PID=
 else
 	[ "$rc" -ne 124 ] || msg "gdb timed out after $GDB_TIMEOUT s: a breakpoint never hit?"
 	msg "gdb failed (exit $rc); stopping the VM (see $OUT/gdb.log)"
-	kill "$vm_pid" 2>/dev/null || true
-	wait "$vm_pid" || true
+	stop_vm
 fi
-vm_pid=
 msg "gdb-check $ARCH: $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
 PYTHONPATH=$SHSTK_TOP python3 -m checks.gdbsteps "$OUT" "$ARCH" "$rc"
