@@ -51,7 +51,18 @@ follower=$!
 emu_pid=
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	[ -z "$emu_pid" ] || kill "$emu_pid" 2>/dev/null || true
+	if [ -n "$emu_pid" ]; then
+		kill "$emu_pid" 2>/dev/null || true
+		wait "$emu_pid" 2>/dev/null || true
+	fi
+	# Whatever a signal did to the wrappers, no emulator of this run (its
+	# command line names $OUT) outlives the script.
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		pgrep -f -- "$OUT/console.log" >/dev/null || break
+		pkill -f -- "$OUT/console.log" 2>/dev/null || true
+		sleep 0.5
+	done
+	pkill -9 -f -- "$OUT/console.log" 2>/dev/null || true
 	{
 		pkill -P "$follower" || true
 		kill "$follower" || true
