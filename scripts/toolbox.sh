@@ -24,6 +24,7 @@ PKGS=(
 	python3 libssl-dev dwarves xz-utils zstd rsync git ca-certificates
 	bochs bochsbios vgabios bochs-term isolinux syslinux-common xorriso
 	libcap-dev libcap-dev:arm64
+	g++-14
 )
 BACKPORTS=(qemu-system-arm qemu-system-x86 qemu-system-data gdb-multiarch libelf-dev)
 

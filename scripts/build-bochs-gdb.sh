@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Bochs 3.0 with its gdbstub, from Debian trixie's own source package: Debian
+# builds Bochs with the internal debugger, and Bochs builds either that or
+# the gdbstub.  Same CPU features as Debian's (CET among them), rfb display
+# only.  Built once into the cache, in the toolbox.
+#
+#   scripts/build-bochs-gdb.sh      -> prints the path of the bochs binary
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+DIR=$SHSTK_CACHE/bochs-gdb
+BIN=$DIR/install/bin/bochs
+if [ -x "$BIN" ]; then
+	echo "$BIN"
+	exit 0
+fi
+
+build() {
+	local src
+	mkdir -p "$DIR"
+	cd "$DIR"
+	if ! ls bochs_*.orig.tar.* >/dev/null 2>&1; then
+		# The .dsc may be missing from a mirror; the tarballs are what we use.
+		"$SHSTK_TOP/scripts/apt-local" -qq source --download-only bochs >/dev/null 2>&1 || true
+		ls bochs_*.orig.tar.* >/dev/null 2>&1 || die "could not download Debian's bochs source"
+	fi
+	rm -rf src
+	mkdir src
+	tar -xf bochs_*.orig.tar.* -C src --strip-components=1
+	src=$DIR/src
+	cd "$src"
+	# Debian's feature set (debian/rules), with the gdbstub instead of the
+	# internal debugger, and no GUI toolkit but rfb.
+	tb env CC=gcc-14 CXX=g++-14 ./configure --prefix="$DIR/install" --with-rfb --with-nogui \
+		--enable-gdb-stub --enable-x86-64 --enable-cpu-level=6 --enable-cet \
+		--enable-avx --enable-evex --enable-amx --enable-protection-keys --enable-uintr \
+		--enable-vmx=2 --enable-svm --enable-3dnow --enable-x86-debugger \
+		--enable-pci --enable-cdrom --enable-a20-pin --enable-fpu \
+		--enable-repeat-speedups --enable-all-optimizations --disable-docbook \
+		>"$DIR/configure.log" 2>&1 || die "configuring Bochs failed; see $DIR/configure.log"
+	tb make -j"$(nproc)" >"$DIR/build.log" 2>&1 || die "building Bochs failed; see $DIR/build.log"
+	tb make install >>"$DIR/build.log" 2>&1 || die "installing Bochs failed; see $DIR/build.log"
+}
+step "building Bochs 3.0 with its gdbstub (a few minutes)" build >&2
+echo "$BIN"
