@@ -4,7 +4,11 @@
 # Bochs 3.0 with its gdbstub, from Debian trixie's own source package: Debian
 # builds Bochs with the internal debugger, and Bochs builds either that or
 # the gdbstub.  Same CPU features as Debian's (CET among them), rfb display
-# only.  Built once into the cache, in the toolbox.
+# only, and two changes (emulators/bochs-gdbstub.patch): the stub read
+# whatever a linear address named, and crashed on a kernel address while the
+# CPU was still in real mode; and it stopped for gdb at every guest
+# exception (each page fault), which made a stepped boot crawl.  Built once into the cache, in the
+# toolbox; again when this script or the patch changes.
 #
 #   scripts/build-bochs-gdb.sh      -> prints the path of the bochs binary
 set -euo pipefail
@@ -13,7 +17,9 @@ set -euo pipefail
 
 DIR=$SHSTK_CACHE/bochs-gdb
 BIN=$DIR/install/bin/bochs
-if [ -x "$BIN" ]; then
+PATCH=$SHSTK_TOP/scripts/emulators/bochs-gdbstub.patch
+want=$(cat "$0" "$PATCH" | sha256sum | cut -c1-16)
+if [ -x "$BIN" ] && [ "$(cat "$DIR/.shstk-bochs" 2>/dev/null)" = "$want" ]; then
 	echo "$BIN"
 	exit 0
 fi
@@ -32,6 +38,7 @@ build() {
 	tar -xf bochs_*.orig.tar.* -C src --strip-components=1
 	src=$DIR/src
 	cd "$src"
+	git apply -p1 "$PATCH" || die "$PATCH does not apply to Debian's bochs source"
 	# Debian's feature set (debian/rules), with the gdbstub instead of the
 	# internal debugger, and no GUI toolkit but rfb.
 	tb env CC=gcc-14 CXX=g++-14 ./configure --prefix="$DIR/install" --with-rfb --with-nogui \
@@ -43,6 +50,7 @@ build() {
 		>"$DIR/configure.log" 2>&1 || die "configuring Bochs failed; see $DIR/configure.log"
 	tb make -j"$(nproc)" >"$DIR/build.log" 2>&1 || die "building Bochs failed; see $DIR/build.log"
 	tb make install >>"$DIR/build.log" 2>&1 || die "installing Bochs failed; see $DIR/build.log"
+	echo "$want" >"$DIR/.shstk-bochs"
 }
 step "building Bochs 3.0 with its gdbstub (a few minutes)" build >&2
 echo "$BIN"

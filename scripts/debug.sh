@@ -16,8 +16,12 @@ set -euo pipefail
 arch_vars "${1:-}"
 EMU=${2:-qemu}
 PROG=${3:-}
-[ "$EMU" = qemu ] || die "make debug runs on QEMU only for now (EMU=$EMU)"
-OUT=$ARCH_OUT/debug
+case "$EMU" in
+qemu) OUT=$ARCH_OUT/debug ;;
+bochs) [ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only"
+	OUT=$ARCH_OUT-bochs/debug ;;
+*) die "unknown EMU '$EMU' (use qemu or bochs)" ;;
+esac
 
 "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
 if [ -n "$PROG" ]; then
@@ -31,8 +35,8 @@ comm=$(basename "$prog" | cut -c1-15)
 mkdir -p "$OUT"
 
 trap stop_vm EXIT
-start_paused_vm "$OUT" "$image" "${SHSTK_DEBUG_TIMEOUT:-3600}"
-msg "QEMU paused on 127.0.0.1:$GDB_PORT; console log: $OUT/console.log"
+start_paused_vm "$EMU" "$OUT" "$image" "${SHSTK_DEBUG_TIMEOUT:-3600}"
+msg "$EMU paused on 127.0.0.1:$GDB_PORT; console log: $OUT/console.log"
 export_gdb_env "$prog"
 rc=0
 SHSTK_COMM=$comm tb gdb-multiarch -q -nx -x "$SHSTK_TOP/gdb/debug.py" || rc=$?

@@ -14,8 +14,12 @@ set -euo pipefail
 
 arch_vars "${1:-}"
 EMU=${2:-qemu}
-[ "$EMU" = qemu ] || die "gdb-check runs on QEMU only for now (EMU=$EMU)"
-OUT=$ARCH_OUT/gdb
+case "$EMU" in
+qemu) OUT=$ARCH_OUT/gdb ;;
+bochs) [ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only"
+	OUT=$ARCH_OUT-bochs/gdb ;;
+*) die "unknown EMU '$EMU' (use qemu or bochs)" ;;
+esac
 GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-120}
 
 "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
@@ -28,8 +32,8 @@ trap stop_vm EXIT
 trap 'msg "interrupted"; exit 130' INT TERM
 
 t0=$EPOCHREALTIME
-start_paused_vm "$OUT" "$image" "$((GDB_TIMEOUT + 30))"
-msg "gdb attached to QEMU on 127.0.0.1:$GDB_PORT; step log $OUT/gdb-steps.jsonl"
+start_paused_vm "$EMU" "$OUT" "$image" "$((GDB_TIMEOUT + 30))"
+msg "gdb attached to $EMU on 127.0.0.1:$GDB_PORT; step log $OUT/gdb-steps.jsonl"
 export_gdb_env "$prog"
 rc=0
 SHSTK_STEPS=$OUT/gdb-steps.jsonl tb timeout -k 5 "$GDB_TIMEOUT" gdb-multiarch -q -batch -nx \

@@ -92,15 +92,18 @@ free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# The guest booted paused under QEMU's gdbstub on a free port, for gdb:
-# sets VM_PID and GDB_PORT.  Callers trap EXIT to stop_vm first.
-#   start_paused_vm OUTDIR IMAGE TIMEOUT
+# The guest booted paused under the emulator's gdbstub on a free port, for
+# gdb: sets VM_PID and GDB_PORT.  Callers trap EXIT to stop_vm first.
+#   start_paused_vm EMU OUTDIR IMAGE TIMEOUT
 start_paused_vm() {
+	local emu=$1
+	shift
+	[ "$emu" != bochs ] || "$SHSTK_TOP/scripts/build-bochs-gdb.sh" >/dev/null
 	GDB_PORT=$(free_port)
-	GDB_PORT=$GDB_PORT "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" qemu "$KBUILD_DIR/$KIMAGE" "$2" \
+	GDB_PORT=$GDB_PORT "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$emu" "$KBUILD_DIR/$KIMAGE" "$2" \
 		"$1" "$3" >"$1/boot.log" 2>&1 &
 	VM_PID=$!
-	wait_listen "$GDB_PORT" 30 || die "QEMU's gdbstub never listened on port $GDB_PORT (see $1/emulator.log)"
+	wait_listen "$GDB_PORT" 60 || die "the $emu gdbstub never listened on port $GDB_PORT (see $1/emulator.log)"
 }
 
 stop_vm() {
@@ -115,7 +118,7 @@ stop_vm() {
 # program and the gdbstub's port.   export_gdb_env PROG
 export_gdb_env() {
 	export SHSTK_VMLINUX=$KBUILD_DIR/vmlinux SHSTK_GDB_SCRIPTS=$KBUILD_DIR/vmlinux-gdb.py
-	export SHSTK_PROG=$1 SHSTK_PORT=$GDB_PORT SHSTK_ARCH=$ARCH
+	export SHSTK_PROG=$1 SHSTK_PORT=$GDB_PORT SHSTK_ARCH=$ARCH SHSTK_EMU=${EMU:-qemu}
 }
 
 # Wait until something listens on 127.0.0.1:PORT (read from /proc/net/tcp,

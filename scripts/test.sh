@@ -48,6 +48,7 @@ for a in $arches; do
 		# x86 shadow stacks for real: Bochs emulates CET, QEMU does not.
 		run_step "smoke-$a-bochs" "results:$SHSTK_OUT/$a-bochs/smoke" scripts/run.sh smoke "$a" bochs
 		run_step "run-$a-bochs" "results:$SHSTK_OUT/$a-bochs" scripts/run.sh run "$a" bochs
+		run_step "gdb-check-$a-bochs" gdbsteps scripts/gdb-check.sh "$a" bochs
 	fi
 done
 

@@ -20,6 +20,15 @@ def by_pid(pid):
     return task.dereference()
 
 
+def current_cpu():
+    """The CPU gdb's selected thread is, or 0 for a gdbstub that shows no CPU
+    threads (Bochs: one CPU)."""
+    try:
+        return cpus.get_current_cpu()
+    except gdb.GdbError:
+        return 0
+
+
 def on_cpu(cpu=-1):
     """The task running on @cpu (the selected one by default).
 
@@ -28,7 +37,7 @@ def on_cpu(cpu=-1):
     set at every context switch, names the task instead.
     """
     if cpu == -1:
-        cpu = cpus.get_current_cpu()
+        cpu = current_cpu()
     if arch() == "arm64":
         # Registers are per gdb thread, one per CPU: read that CPU's.
         sp_el0 = int(on_thread(cpu, lambda: gdb.parse_and_eval("(unsigned long)$SP_EL0")))
