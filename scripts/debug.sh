@@ -40,5 +40,5 @@ msg "$EMU paused on 127.0.0.1:$GDB_PORT; console log: $OUT/console.log"
 export_gdb_env "$prog"
 rc=0
 SHSTK_COMM=$comm tb gdb-multiarch -q -nx -x "$SHSTK_TOP/gdb/debug.py" || rc=$?
-msg "gdb exited ($rc); stopping QEMU"
+msg "gdb exited ($rc); stopping $EMU"
 exit "$rc"
