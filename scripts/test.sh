@@ -44,11 +44,17 @@ for a in $arches; do
 	run_step "run-$a" "results:$SHSTK_OUT/$a" scripts/run.sh run "$a"
 	run_step "gdb-check-$a" gdbsteps scripts/gdb-check.sh "$a"
 	run_step "trace-$a" gdbsteps scripts/trace.sh "$a"
+	# A short fuzz on the normal kernel (make fuzz is the long one, on the
+	# debug kernel); its seed is in the log.
+	[ "$a" = x86_64 ] || run_step "fuzz-$a" "results:$SHSTK_OUT/$a/fuzz" \
+		env KCONFIG= CALLS=3000 ROUNDS=300 scripts/fuzz.sh "$a"
 	if [ "$a" = x86_64 ]; then
 		# x86 shadow stacks for real: Bochs emulates CET, QEMU does not.
 		run_step "smoke-$a-bochs" "results:$SHSTK_OUT/$a-bochs/smoke" scripts/run.sh smoke "$a" bochs
 		run_step "run-$a-bochs" "results:$SHSTK_OUT/$a-bochs" scripts/run.sh run "$a" bochs
 		run_step "gdb-check-$a-bochs" gdbsteps scripts/gdb-check.sh "$a" bochs
+		run_step "fuzz-$a-bochs" "results:$SHSTK_OUT/$a-bochs/fuzz" \
+			env KCONFIG= CALLS=3000 ROUNDS=300 scripts/fuzz.sh "$a" bochs
 	fi
 done
 
