@@ -279,8 +279,12 @@ static void fuzz(unsigned long calls)
 {
 	unsigned long i;
 
-	for (i = 0; i < calls; i++)
+	for (i = 0; i < calls; i++) {
 		one_call();
+		/* Progress on a long run, with enough to resume from it. */
+		if (sh->calls % 10000 == 0)
+			ktap_diag("progress: %lu calls, %lu failures", sh->calls, sh->failures);
+	}
 }
 
 /* The race: two threads clone3() with one token at once, many rounds. */
