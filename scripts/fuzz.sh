@@ -32,7 +32,7 @@ out=$ARCH_OUT/fuzz
 image=$(SHSTK_KCONFIG_VARIANT='' SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" fuzz)
 msg "fuzzing $ARCH/$EMU (kernel: ${SHSTK_KCONFIG_VARIANT:-default}) with seed 0x${seed#0x}: $calls calls, $rounds race rounds"
 t0=$EPOCHREALTIME
-"$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" "$out" \
+run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" "$out" \
 	"${SHSTK_FUZZ_TIMEOUT:-5400}" \
 	"SHSTK_SEED=0x${seed#0x} SHSTK_FUZZ_CALLS=$calls SHSTK_FUZZ_ROUNDS=$rounds" || true
 rc=0

@@ -92,6 +92,23 @@ free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# Run a long child (a VM boot) so that a TERM or INT sent to this script
+# alone reaches it too: bash would otherwise wait for a foreground child
+# before running any trap, and a killed parent would leave it behind.
+#   run_child CMD ARGS...   (returns the child's status)
+run_child() {
+	local pid rc=0
+	"$@" &
+	pid=$!
+	# shellcheck disable=SC2064  # the pid is fixed now
+	trap "kill -TERM $pid 2>/dev/null; wait $pid; exit 143" TERM
+	# shellcheck disable=SC2064
+	trap "kill -INT $pid 2>/dev/null; wait $pid; exit 130" INT
+	wait "$pid" || rc=$?
+	trap - TERM INT
+	return "$rc"
+}
+
 # The guest booted paused under the emulator's gdbstub on a free port, for
 # gdb: sets VM_PID and GDB_PORT.  Callers trap EXIT to stop_vm first.
 #   start_paused_vm EMU OUTDIR IMAGE TIMEOUT

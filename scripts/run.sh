@@ -50,7 +50,7 @@ fi
 
 t0=$EPOCHREALTIME
 msg "booting $ARCH under $EMU (timeout $timeout s); logs in $out"
-"$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" "$out" "$timeout" || true
+run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" "$out" "$timeout" || true
 
 if [ -n "$PROG" ]; then
 	msg "output of $(basename "$PROG"):"

@@ -30,7 +30,8 @@ else
 fi
 t0=$EPOCHREALTIME
 msg "booting $ARCH with bpftrace ($script); logs in $OUT"
-SHSTK_ROOTFS=$rootfs "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" \
+export SHSTK_ROOTFS=$rootfs
+run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" \
 	"$OUT" "${SHSTK_TRACE_TIMEOUT:-300}" "shstk.trace=$script" || true
 rc=0
 PYTHONPATH=$SHSTK_TOP python3 -m checks.trace "$OUT" "$ARCH" "$script" \

@@ -32,6 +32,20 @@ class FaultTest(unittest.TestCase):
             self.assertEqual(emulators_running(out), [])
             self.assertNotEqual(p.returncode, 0)
 
+    def test_term_to_the_script_alone_leaves_nothing_running(self):
+        with tempfile.TemporaryDirectory() as out:
+            p = subprocess.Popen(["scripts/run.sh", "run", "arm64"], cwd=TOP,
+                                 env=dict(os.environ, SHSTK_OUT=out),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.time() + 120
+            while time.time() < deadline and not emulators_running(out):
+                time.sleep(0.2)
+            self.assertTrue(emulators_running(out), "the emulator never started")
+            p.terminate()          # SIGTERM to run.sh only, not its group
+            p.wait(timeout=30)
+            time.sleep(1)
+            self.assertEqual(emulators_running(out), [])
+
     def test_hung_guest_is_a_failure_with_the_log_kept(self):
         # A guest program that never ends: the VM is stopped at the timeout.
         with tempfile.TemporaryDirectory() as out:
