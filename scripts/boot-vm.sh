@@ -46,7 +46,7 @@ follow() {
 		esac
 	done
 }
-follow &
+follow 2>/dev/null &
 follower=$!
 emu_pid=
 # shellcheck disable=SC2317  # called by the EXIT trap
