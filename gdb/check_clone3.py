@@ -54,7 +54,9 @@ HEX = {"token", "token_word", "ssp", "word_before", "word_after", "expected_word
 def ours():
     try:
         return tasks.comm(tasks.on_cpu()) == PROG_COMM
-    except gdb.error:
+    except gdb.error as e:
+        # Say so: a stop skipped here shows up later as a missing step.
+        gdb.write(f"[gdb-check] could not tell whose stop this is: {e}\n")
         return False
 
 
