@@ -63,14 +63,24 @@ def ours():
 EMU = os.environ.get("SHSTK_EMU", "qemu")
 
 
+def system_map():
+    """{name: address} of the functions in the kernel's System.map."""
+    path = os.path.join(os.path.dirname(os.environ["SHSTK_VMLINUX"]), "System.map")
+    with open(path) as f:
+        return {name: int(addr, 16) for addr, kind, name in
+                (line.split()[:3] for line in f) if kind in "Tt"}
+
+
 def at(function):
     """A breakpoint spec for @function.  On Bochs, its address: resolving a
     function name makes gdb read the code (to skip an endbr64), and Bochs's
     gdbstub crashes on a read it cannot translate, as every kernel address is
-    while the CPU is still in real mode."""
+    while the CPU is still in real mode.  The address comes from System.map:
+    the debug info also describes the __weak arch_shstk_validate_clone() the
+    linker dropped, and gdb may pick that one."""
     if EMU != "bochs":
         return function
-    return f"*{int(gdb.parse_and_eval('(unsigned long)&' + function)):#x}"
+    return f"*{system_map()[function]:#x}"
 
 
 class Stop(gdb.Breakpoint):

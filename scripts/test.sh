@@ -52,8 +52,7 @@ for a in $arches; do
 		# x86 shadow stacks for real: Bochs emulates CET, QEMU does not.
 		run_step "smoke-$a-bochs" "results:$SHSTK_OUT/$a-bochs/smoke" scripts/run.sh smoke "$a" bochs
 		run_step "run-$a-bochs" "results:$SHSTK_OUT/$a-bochs" scripts/run.sh run "$a" bochs
-		# Not gdb-check on Bochs: it misses the arch_shstk_validate_clone
-		# stop in about half the runs (open issue); make gdb-check EMU=bochs.
+		run_step "gdb-check-$a-bochs" gdbsteps scripts/gdb-check.sh "$a" bochs
 		run_step "fuzz-$a-bochs" "results:$SHSTK_OUT/$a-bochs/fuzz" \
 			env KCONFIG= CALLS=3000 ROUNDS=300 scripts/fuzz.sh "$a" bochs
 	fi
