@@ -49,6 +49,7 @@ static const char * const kind_names[TK_NR] = {
 struct call {
 	enum token_kind kind;
 	uint64_t token;
+	unsigned long mapped;	/* a shadow stack mapped for this call, or 0 */
 	size_t size;
 	uint64_t flags;
 	bool tail;		/* a non-zero word past the known struct */
@@ -91,8 +92,12 @@ static uint64_t fresh_token(void)
 	return base < 0 && base > -4096 ? 0 : shstk_token_addr(base, PAGE);
 }
 
-/* A token of the drawn kind. */
-static uint64_t make_token(enum token_kind kind)
+/*
+ * A token of the drawn kind; *mapped gets the shadow stack mapped for it, so
+ * that the caller can unmap it after the call (a long run would otherwise
+ * pile up tens of thousands of VMAs).
+ */
+static uint64_t make_token(enum token_kind kind, unsigned long *mapped)
 {
 	uint64_t t;
 	long base;
@@ -101,16 +106,20 @@ static uint64_t make_token(enum token_kind kind)
 	case TK_NONE:
 		return 0;
 	case TK_VALID:
-		return fresh_token();
+		t = fresh_token();
+		*mapped = t ? t + SHSTK_SLOT - PAGE : 0;
+		return t;
 	case TK_CONSUMED:
 		return last_consumed;
 	case TK_MISALIGNED:
 		t = fresh_token();
+		*mapped = t ? t + SHSTK_SLOT - PAGE : 0;
 		return t ? t - 1 - pick(7) : 0x1001;
 	case TK_SS_OFFSET:
 		base = map_shadow_stack(0, PAGE, pick(2) ? SHADOW_STACK_SET_TOKEN : 0);
 		if (base < 0 && base > -4096)
 			return 0;
+		*mapped = base;
 		/* any 8-byte slot but the token's own */
 		return base + 8 * pick(PAGE / 8 - 1);
 	case TK_NORMAL:
@@ -210,7 +219,7 @@ static void one_call(void)
 	int status;
 
 	c.kind = pick(TK_NR);
-	c.token = make_token(c.kind);
+	c.token = make_token(c.kind, &c.mapped);
 	c.size = sizes[pick(ARRAY_SIZE(sizes))];
 	c.flags = flag_sets[pick(ARRAY_SIZE(flag_sets))];
 	c.tail = pick(2);
@@ -255,8 +264,14 @@ static void one_call(void)
 			 sh->ssp[0] != c.token + SHSTK_SLOT)
 			describe(&c, ret, want, "child's ssp is not token + 8");
 		/* Without CLONE_VM only the child's copy was consumed. */
-		if (c.kind == TK_VALID && c.size >= CLONE_ARGS_SIZE_VER3 && (c.flags & CLONE_VM))
+		if (c.kind == TK_VALID && c.size >= CLONE_ARGS_SIZE_VER3 && (c.flags & CLONE_VM)) {
+			if (last_consumed)
+				munmap((void *)(last_consumed + SHSTK_SLOT - PAGE), PAGE);
 			last_consumed = c.token;
+			return;		/* kept mapped for TK_CONSUMED */
+		}
+		if (c.mapped)
+			munmap((void *)c.mapped, PAGE);
 		return;
 	}
 	if (ret == -EINVAL)
@@ -273,6 +288,8 @@ static void one_call(void)
 		describe(&c, ret, want, "refused, yet the token word changed");
 		sh->consumed_after_failure++;
 	}
+	if (c.mapped)
+		munmap((void *)c.mapped, PAGE);
 }
 
 static void fuzz(unsigned long calls)
