@@ -75,7 +75,10 @@ SCRIPT ?= token-validation
 trace:
 	@rc=0; for a in $(ALL_ARCHES); do $(S)/trace.sh $$a $(EMU) $(SCRIPT) $(PROG) || rc=1; done; exit $$rc
 
-# SEED=, CALLS=, ROUNDS=, KCONFIG= (debug by default) go to scripts/fuzz.sh.
+# SEED=, CALLS=, ROUNDS=, KCONFIG= go to scripts/fuzz.sh.  KCONFIG is set
+# here: "export" would hand an unset one down as empty, which fuzz.sh reads
+# as "the normal kernel".  KCONFIG= (empty) on the command line still means that.
+KCONFIG ?= debug
 export SEED CALLS ROUNDS KCONFIG
 fuzz:
 	@rc=0; for a in $(ALL_ARCHES); do $(S)/fuzz.sh $$a $(EMU) || rc=1; done; exit $$rc

@@ -126,6 +126,41 @@ def where_refused(call):
     return "?"
 
 
+def check_vmas(events, seen, shstk):
+    """trace/shstk-vmas.bt against the guest's cases: (rows, problems).
+
+    Every aligned token from a caller with shadow stacks reaches copy_thread(),
+    which points the new task's shadow stack at token + 8 before the token is
+    checked (copy_process() may refuse it after); a misaligned one never gets
+    there, nor does any token from a caller without shadow stacks.  An
+    accepted token lies in a stack that map_shadow_stack() returned.
+    """
+    maps = [(f.get("addr", 0), f.get("size", 0)) for ev, f in events if ev == "map"]
+    threads = [f for ev, f in events if ev == "copy_thread" and f.get("kernel") == 0]
+    rows, problems, i = [], [], 0
+    for token, ret, _ in seen:
+        if token % 8 or not shstk:
+            why = "misaligned" if token % 8 else "caller without shadow stack"
+            rows.append((token, ret, f"{why}: no copy_thread shadow stack", True))
+            continue
+        if i >= len(threads):
+            problems.append(f"token {token:#x}: no copy_thread event")
+            rows.append((token, ret, "copy_thread never traced", False))
+            continue
+        sp = threads[i].get("ssp", threads[i].get("gcspr"))
+        i += 1
+        ok = sp == token + 8
+        if not ok:
+            problems.append(f"token {token:#x}: copy_thread set the shadow stack pointer to {sp}, not token + 8")
+        if ret == 0 and not any(a <= token < a + n for a, n in maps):
+            ok = False
+            problems.append(f"token {token:#x}: accepted, but in no traced map_shadow_stack() range")
+        rows.append((token, ret, "copy_thread: shadow stack pointer token + 8"
+                     + (", in a mapped stack" if ret == 0 else ""), ok))
+    problems += [f"unexplained copy_thread {f}" for f in threads[i:]]
+    return rows, problems
+
+
 def main(argv):
     outdir, arch, script, logcopy = argv[1:5]
     user = len(argv) > 5 and argv[5] == "user"
@@ -159,27 +194,48 @@ def main(argv):
     else:
         problems += [f"guest {scenario.name}: {p}" for p in scenario.problems]
 
-    calls, stray = group_calls(parse_trace(trace_lines))
-    problems += [f"unexplained trace event {ev} {f}" for ev, f in stray]
+    seen = []
+    if scenario is not None and not user:
+        seen = [(int(m.group(2), 16), int(m.group(3)), m.group(1))
+                for m in (CASE_RE.match(line) for line in scenario.lines) if m]
+        if not seen:
+            problems.append("the scenario printed no cases")
+    events = parse_trace(trace_lines)
     rows = []
+    if script == "shstk-vmas":
+        if not user:
+            shstk = "cpu_shstk=yes" in guest_text
+            vrows, vproblems = check_vmas(events, seen, shstk)
+            rows += vrows
+            problems += vproblems
+        print_table(arch, rows, problems, logcopy)
+        return 1 if problems else 0
+    if script != "token-validation":
+        # A script of the user's: only what holds for any script is checked.
+        print(f"{arch:<7} (no check of the events of trace/{script}.bt: bpftrace, console and guest only)")
+        print_table(arch, rows, problems, logcopy)
+        return 1 if problems else 0
+
+    calls, stray = group_calls(events)
+    problems += [f"unexplained trace event {ev} {f}" for ev, f in stray]
     for call in calls:
         call_problems = check_call(call, arch)
         problems += call_problems
         rows.append((call["token"], call["ret"], where_refused(call), not call_problems))
 
     # What the guest saw, case by case, must be in the trace in the same order.
-    if scenario is not None and not user:
-        seen = [(int(m.group(2), 16), int(m.group(3)), m.group(1))
-                for m in (CASE_RE.match(line) for line in scenario.lines) if m]
+    if seen:
         traced = [(c["token"], c["ret"]) for c in calls]
         guest_calls = [(t, 0 if r == 0 else r) for t, r, _ in seen]
         # clone3 returns the pid on success; the scenario prints 0 for it.
         traced_norm = [(t, 0 if r is not None and r > 0 else r) for t, r in traced]
         if guest_calls != traced_norm:
             problems.append(f"the guest's calls {guest_calls} are not the traced ones {traced_norm}")
-        if not seen:
-            problems.append("the scenario printed no cases")
+    print_table(arch, rows, problems, logcopy)
+    return 1 if problems else 0
 
+
+def print_table(arch, rows, problems, logcopy):
     passed = sum(ok for *_, ok in rows)
     print(f"{'arch':<7} {'token':<18} {'clone3':>7}  where")
     for token, ret, where, ok in rows:
@@ -189,7 +245,6 @@ def main(argv):
     print(f"trace log: {logcopy}")
     # Each traced call that checks out passes; every problem is a failure.
     print(f"trace {arch}: {passed} passed, {len(problems)} failed, 0 skipped")
-    return 1 if problems else 0
 
 
 if __name__ == "__main__":

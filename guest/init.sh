@@ -23,11 +23,13 @@ export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 
 out=/dev/console
 trace=
+rootfs=
 read -r cmdline </proc/cmdline
 for arg in $cmdline; do
 	case "$arg" in
 	shstk.out=*) out=${arg#shstk.out=} ;;
 	shstk.trace=*) trace=${arg#shstk.trace=} ;;
+	shstk.rootfs=*) rootfs=${arg#shstk.rootfs=} ;;
 	shstk.why=*) SHSTK_LAB_NO_SHSTK_WHY=$(echo "${arg#shstk.why=}" | tr _ ' ')
 		export SHSTK_LAB_NO_SHSTK_WHY ;;
 	esac
@@ -44,11 +46,31 @@ esac
 say "kernel $(uname -r), cpu shadow stack: $shstk"
 emit "SHSTK-LAB GUEST kernel=$(uname -r) arch=$(uname -m) cpu_shstk=$shstk"
 
-# bpftrace lives in a Debian root filesystem shared read-only over 9p; it
-# runs chrooted there, with the kernel's filesystems and /trace bound in.
-trace_start() {
+# bpftrace lives in a Debian root filesystem, read-only: shared over 9p by
+# QEMU, an ext4 disk under Bochs (shstk.rootfs= says which).  It runs
+# chrooted there, with the kernel's filesystems and /trace bound in.
+mount_rootfs() {
 	mkdir -p /rootfs
-	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 rootfs /rootfs || return 1
+	case "$rootfs" in
+	9p) mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 rootfs /rootfs ;;
+	/dev/*)
+		# The disk is probed asynchronously: give it a few seconds.
+		i=0
+		while [ ! -b "$rootfs" ] && [ "$i" -lt 100 ]; do
+			i=$((i + 1))
+			sleep 0.1
+		done
+		mount -t ext4 -o ro "$rootfs" /rootfs
+		;;
+	*)
+		say "no root filesystem for bpftrace (shstk.rootfs='$rootfs')"
+		return 1
+		;;
+	esac
+}
+
+trace_start() {
+	mount_rootfs || return 1
 	mount -t proc proc /rootfs/proc
 	mount -t sysfs sysfs /rootfs/sys
 	mount -t devtmpfs devtmpfs /rootfs/dev

@@ -27,7 +27,7 @@ APPEND=${7:-}
 . "$SHSTK_TOP/scripts/emulators/$EMU.sh"
 
 mkdir -p "$OUT"
-rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json"
+rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json" "$OUT/first-output"
 : >"$OUT/console.log"
 : >"$OUT/guest.out"
 # An emulator may need its boot medium made first (Bochs: an ISO).
@@ -38,10 +38,14 @@ emu_command
 
 # Follow the results channel and show which guest program is running.
 # tail --pid ends with this script, whatever happens to it.
+# The first program's start is also timed (vm.json "first_output").
 follow() {
 	tail -n +1 -F --pid=$$ "$OUT/guest.out" 2>/dev/null | while read -r line; do
 		case "$line" in
-		"SHSTK-LAB BEGIN "*) msg "guest: running ${line#SHSTK-LAB BEGIN }" ;;
+		"SHSTK-LAB BEGIN "*)
+			[ -f "$OUT/first-output" ] || echo "$EPOCHREALTIME" >"$OUT/first-output"
+			msg "guest: running ${line#SHSTK-LAB BEGIN }"
+			;;
 		"SHSTK-LAB END "*) msg "guest: ${line#SHSTK-LAB END }" ;;
 		esac
 	done
@@ -80,9 +84,11 @@ emu_pid=$!
 wait "$emu_pid" || rc=$?
 emu_pid=
 t1=$EPOCHREALTIME
-printf '{"arch": "%s", "emu": "%s", "exit": %d, "timeout": %s, "seconds": %.2f}\n' \
-	"$ARCH" "$EMU" "$rc" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
-	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >"$OUT/vm.json"
 sleep 0.2	# let the follower print the last lines
+first=null
+[ ! -s "$OUT/first-output" ] || first=$(awk -v a="$t0" -v b="$(cat "$OUT/first-output")" 'BEGIN { printf "%.2f", b - a }')
+printf '{"arch": "%s", "emu": "%s", "exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s}\n' \
+	"$ARCH" "$EMU" "$rc" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
+	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" >"$OUT/vm.json"
 [ "$rc" -ne 124 ] || msg "emulator timed out after $TIMEOUT s; console log: $OUT/console.log"
 exit "$rc"

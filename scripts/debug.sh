@@ -14,14 +14,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 arch_vars "${1:-}"
-EMU=${2:-qemu}
+emu_vars "${2:-}"
+OUT=$EMU_OUT/debug
 PROG=${3:-}
-case "$EMU" in
-qemu) OUT=$ARCH_OUT/debug ;;
-bochs) [ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only"
-	OUT=$ARCH_OUT-bochs/debug ;;
-*) die "unknown EMU '$EMU' (use qemu or bochs)" ;;
-esac
 
 "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
 if [ -n "$PROG" ]; then

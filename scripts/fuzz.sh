@@ -16,17 +16,11 @@ set -euo pipefail
 
 export SHSTK_KCONFIG_VARIANT=${KCONFIG-debug}
 arch_vars "${1:-}"
-EMU=${2:-qemu}
-case "$EMU" in
-qemu) ;;
-bochs) [ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only" ;;
-*) die "unknown EMU '$EMU' (use qemu or bochs)" ;;
-esac
+emu_vars "${2:-}"
 seed=${SEED:-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')}
 calls=${CALLS:-100000}
 rounds=${ROUNDS:-10000}
-out=$ARCH_OUT/fuzz
-[ "$EMU" = qemu ] || out=$ARCH_OUT-$EMU/fuzz
+out=$EMU_OUT/fuzz
 
 "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
 image=$(SHSTK_KCONFIG_VARIANT='' SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" fuzz)

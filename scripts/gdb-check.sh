@@ -13,13 +13,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 arch_vars "${1:-}"
-EMU=${2:-qemu}
-case "$EMU" in
-qemu) OUT=$ARCH_OUT/gdb ;;
-bochs) [ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only"
-	OUT=$ARCH_OUT-bochs/gdb ;;
-*) die "unknown EMU '$EMU' (use qemu or bochs)" ;;
-esac
+emu_vars "${2:-}"
+OUT=$EMU_OUT/gdb
 GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-120}
 
 "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"

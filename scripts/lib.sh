@@ -76,6 +76,22 @@ arch_vars() {
 	ARCH_OUT=$SHSTK_OUT/$ARCH${SHSTK_BASELINE:+-base}
 }
 
+# The emulator (after arch_vars): EMU=qemu|bochs, checked, and EMU_OUT, the
+# directory its logs go to (out/<arch> for QEMU, out/<arch>-bochs for Bochs,
+# so one never overwrites the other's).
+# shellcheck disable=SC2034  # used by the scripts that source this file
+emu_vars() {
+	EMU=${1:-qemu}
+	case "$EMU" in
+	qemu) EMU_OUT=$ARCH_OUT ;;
+	bochs)
+		[ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only (ARCH=$ARCH)"
+		EMU_OUT=$ARCH_OUT-bochs
+		;;
+	*) die "unknown EMU '$EMU' (use qemu or bochs)" ;;
+	esac
+}
+
 # make in the kernel tree for the current arch (after arch_vars), out of
 # tree, with gcc 14 for target and host programs alike.
 kmake() {

@@ -14,22 +14,16 @@ set -euo pipefail
 
 mode=${1:?run or smoke}
 arch_vars "${2:-}"
-EMU=${3:-qemu}
+emu_vars "${3:-}"
 PROG=${4:-}
 case "$mode" in run | smoke) ;; *) die "unknown mode '$mode' (run or smoke)" ;; esac
-case "$EMU" in
-qemu) ;;
-bochs) [ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only (ARCH=$ARCH)" ;;
-*) die "unknown EMU '$EMU' (use qemu or bochs)" ;;
-esac
 
 # Check what the user gave before any long step.
 if [ -n "$PROG" ]; then
 	[ -f "$PROG" ] || die "PROG=$PROG does not exist"
 	python3 "$SHSTK_TOP/scripts/elfcheck.py" "$PROG" "$ARCH" || exit 1
 fi
-out=$ARCH_OUT
-[ "$EMU" = qemu ] || out=$out-$EMU
+out=$EMU_OUT
 timeout=${SHSTK_RUN_TIMEOUT:-600}
 if [ -n "$PROG" ]; then
 	[ "$mode" = run ] || die "PROG= goes with run"

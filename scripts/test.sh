@@ -6,7 +6,8 @@
 #
 #   the series (git am, checkpatch) -> unit tests (host, no VM) -> lint
 #   -> per arch: kernel build -> smoke boot -> the guest suite -> gdb-check
-#      -> trace (and on x86 the smoke and suite again under Bochs, with CET)
+#      -> trace -> short fuzz (and on x86 all of them again under Bochs,
+#      with CET)
 #
 # Ends with "total: N passed, N failed, N skipped" (test points, summed).
 # ARCH limits the VM steps to one architecture.
@@ -44,6 +45,7 @@ for a in $arches; do
 	run_step "run-$a" "results:$SHSTK_OUT/$a" scripts/run.sh run "$a"
 	run_step "gdb-check-$a" gdbsteps scripts/gdb-check.sh "$a"
 	run_step "trace-$a" gdbsteps scripts/trace.sh "$a"
+	run_step "trace-vmas-$a" gdbsteps scripts/trace.sh "$a" qemu shstk-vmas
 	# A short fuzz on the normal kernel (make fuzz is the long one, on the
 	# debug kernel); its seed is in the log.
 	[ "$a" = x86_64 ] || run_step "fuzz-$a" "results:$SHSTK_OUT/$a/fuzz" \
@@ -53,6 +55,8 @@ for a in $arches; do
 		run_step "smoke-$a-bochs" "results:$SHSTK_OUT/$a-bochs/smoke" scripts/run.sh smoke "$a" bochs
 		run_step "run-$a-bochs" "results:$SHSTK_OUT/$a-bochs" scripts/run.sh run "$a" bochs
 		run_step "gdb-check-$a-bochs" gdbsteps scripts/gdb-check.sh "$a" bochs
+		run_step "trace-$a-bochs" gdbsteps scripts/trace.sh "$a" bochs
+		run_step "trace-vmas-$a-bochs" gdbsteps scripts/trace.sh "$a" bochs shstk-vmas
 		run_step "fuzz-$a-bochs" "results:$SHSTK_OUT/$a-bochs/fuzz" \
 			env KCONFIG= CALLS=3000 ROUNDS=300 scripts/fuzz.sh "$a" bochs
 	fi

@@ -8,18 +8,18 @@
 #   scripts/trace.sh ARCH [EMU] [SCRIPT] [PROG]
 #
 # SCRIPT is a trace/ script name (default token-validation).  Leaves
-# out/<arch>/trace/ (console.log, guest.out) and out/<arch>/trace-SCRIPT.log.
+# out/<arch>[-bochs]/trace/ (console.log, guest.out) and
+# out/<arch>[-bochs]/trace-SCRIPT.log.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 arch_vars "${1:-}"
-EMU=${2:-qemu}
+emu_vars "${2:-}"
 script=$(basename "${3:-token-validation}" .bt)
 PROG=${4:-}
-[ "$EMU" = qemu ] || die "make trace runs on QEMU only for now: Bochs has no 9p for the bpftrace root filesystem"
 [ -f "$SHSTK_TOP/trace/$script.bt" ] || die "no trace script trace/$script.bt"
-OUT=$ARCH_OUT/trace
+OUT=$EMU_OUT/trace
 
 "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
 rootfs=$("$SHSTK_TOP/scripts/build-rootfs.sh" "$ARCH")
@@ -35,6 +35,6 @@ run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "
 	"$OUT" "${SHSTK_TRACE_TIMEOUT:-300}" "shstk.trace=$script" || true
 rc=0
 PYTHONPATH=$SHSTK_TOP python3 -m checks.trace "$OUT" "$ARCH" "$script" \
-	"$ARCH_OUT/trace-$script.log" "${PROG:+user}" || rc=$?
+	"$EMU_OUT/trace-$script.log" "${PROG:+user}" || rc=$?
 msg "trace $ARCH: $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
 exit "$rc"

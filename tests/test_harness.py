@@ -74,6 +74,15 @@ class BadInputTest(unittest.TestCase):
         r = run("scripts/build-kernel.sh", "arm64", env={"SHSTK_KCONFIG_VARIANT": "nosuch"})
         self.assert_error(r, "no config fragment config/kernel/nosuch.config")
 
+    def test_fuzz_defaults_to_the_debug_kernel(self):
+        # An unset variable that make exports reaches the script as empty,
+        # which would silently fuzz the normal kernel.
+        def kconfig(*args):
+            r = run("make", "-pn", "fuzz", "ARCH=arm64", *args)
+            return [line for line in r.stdout.splitlines() if line.startswith("KCONFIG ")]
+        self.assertEqual(kconfig(), ["KCONFIG = debug"])
+        self.assertEqual(kconfig("KCONFIG="), ["KCONFIG = "])
+
     def test_unknown_trace_script(self):
         self.assert_error(run("scripts/trace.sh", "arm64", "qemu", "nosuch"),
                           "no trace script trace/nosuch.bt")

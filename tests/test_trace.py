@@ -55,5 +55,48 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(len(stray), 1)
 
 
+S = 0x7f569c884ff8
+VMAS = f"""TRACE READY shstk-vmas comm=shstk_gdb
+map pid=3 addr=0x7f569c884000 size=4096
+map pid=3 addr=0x7f569c882000 size=4096
+copy_thread pid=3 ssp={S + 8:#x} kernel=0 base=0x0 size=0
+exit pid=7
+copy_thread pid=3 ssp=0x7f569c883000 kernel=0 base=0x0 size=0
+""".splitlines()
+# What the scenario printed: (token, result, case)
+SEEN = [(S, 0, "ok"), (S - 1, -22, "misaligned"), (0x7f569c882ff8, -22, "no_token")]
+
+
+class VmasTest(unittest.TestCase):
+    def check(self, lines, seen=SEEN, shstk=True):
+        return trace.check_vmas(trace.parse_trace(lines), seen, shstk)
+
+    def test_a_consistent_log(self):
+        rows, problems = self.check(VMAS)
+        self.assertEqual(problems, [])
+        self.assertEqual([ok for *_, ok in rows], [True, True, True])
+
+    def test_wrong_stack_pointer_fails(self):
+        lines = [line.replace(f"ssp={S + 8:#x}", f"ssp={S:#x}") for line in VMAS]
+        _, problems = self.check(lines)
+        self.assertIn("not token + 8", problems[0])
+
+    def test_accepted_token_outside_every_mapping_fails(self):
+        _, problems = self.check([line for line in VMAS if "0x7f569c884000" not in line])
+        self.assertTrue(any("no traced map_shadow_stack" in p for p in problems), problems)
+
+    def test_missing_and_extra_events_fail(self):
+        _, problems = self.check(VMAS[:4])
+        self.assertTrue(any("no copy_thread event" in p for p in problems), problems)
+        _, problems = self.check(VMAS, seen=SEEN[:2])
+        self.assertTrue(any("unexplained copy_thread" in p for p in problems), problems)
+
+    def test_no_shadow_stack_means_no_events(self):
+        rows, problems = self.check(VMAS[:1], shstk=False)
+        self.assertEqual(problems, [])
+        _, problems = self.check(VMAS, shstk=False)
+        self.assertTrue(problems)
+
+
 if __name__ == "__main__":
     unittest.main()

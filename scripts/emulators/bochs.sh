@@ -24,13 +24,42 @@
 #  - com1 is the console, com2 the results channel (/dev/ttyS1 in the guest).
 #  - clock sync=none, ips=100M: as fast as it goes; the guest clock runs slow.
 #  - Bochs exits 1 on power-off and on panic alike: checks/ reads the console.
+#  - the bpftrace root filesystem (SHSTK_ROOTFS): Bochs has no virtio, so it
+#    is an ext4 image on the IDE disk ata0-slave, made once from the
+#    directory and kept in the cache.  "mode=volatile" opens the image
+#    read-only and keeps guest writes in a journal under OUT: Bochs locks an
+#    image it opens for writing, and two runs may share this one.
 #  - With GDB_PORT: Debian's Bochs has the internal debugger and no gdbstub
 #    (Bochs builds one or the other), so the Bochs that scripts/build-bochs-gdb.sh
 #    builds from Debian's source runs instead; it waits for gdb at power-on.
 
+# The root filesystem directory as an ext4 image, remade when the directory
+# is newer.  Sized to whole cylinders of 16 heads x 63 sectors, the geometry
+# bochsrc gives the disk.
+rootfs_disk() {
+	local dir=$1 img=$1.ext4 cyl=$((16 * 63 * 512)) mib bytes
+	if [ -f "$img" ] && [ "$img" -nt "$dir/.shstk-rootfs" ]; then
+		echo "$img"
+		return
+	fi
+	mib=$(du -sm "$dir" | cut -f1)
+	bytes=$(((mib * 5 / 4 + 64) * 1024 * 1024 / cyl * cyl + cyl))
+	msg "making the root filesystem disk image $img ($((bytes >> 20)) MiB) for Bochs"
+	rm -f "$img.new"
+	tb mke2fs -q -t ext4 -O ^has_journal -L shstk-rootfs -d "$dir" "$img.new" "$((bytes / 1024))k" \
+		>"$OUT/mke2fs.log" 2>&1 || { msg "mke2fs failed; see $OUT/mke2fs.log"; return 1; }
+	mv "$img.new" "$img"
+	echo "$img"
+}
+
 emu_prepare() {
 	[ "$ARCH" = x86_64 ] || die "Bochs emulates x86 only"
-	local iso=$OUT/iso
+	local iso=$OUT/iso disk=
+	if [ -n "${SHSTK_ROOTFS:-}" ]; then
+		disk=$(rootfs_disk "$SHSTK_ROOTFS") || return 1
+		# libata names the first disk sda (the CD-ROM on ata0-master is sr0).
+		APPEND="shstk.rootfs=/dev/sda $APPEND"
+	fi
 	rm -rf "$iso"
 	mkdir -p "$iso/isolinux"
 	tb cp /usr/lib/ISOLINUX/isolinux.bin /usr/lib/syslinux/modules/bios/ldlinux.c32 "$iso/isolinux/"
@@ -62,6 +91,9 @@ log: $OUT/bochs.log
 panic: action=fatal
 error: action=report
 RC
+	if [ -n "$disk" ]; then
+		echo "ata0-slave: type=disk, mode=volatile, path=$disk, journal=$OUT/rootfs.redolog, heads=16, spt=63" >>"$OUT/bochsrc"
+	fi
 	echo c >"$OUT/bochs.rc"
 	if [ -n "${GDB_PORT:-}" ]; then
 		# Our gdbstub build has no sound at all to configure.

@@ -19,6 +19,8 @@
 
 emu_command() {
 	local common_append="panic=-1 oops=panic loglevel=5 shstk.out=/dev/hvc0"
+	# Tells the guest's init where the bpftrace root filesystem is.
+	[ -z "${SHSTK_ROOTFS:-}" ] || common_append+=" shstk.rootfs=9p"
 	case "$ARCH" in
 	arm64)
 		EMU_CMD=(qemu-system-aarch64 -M virt -cpu max -smp 2 -m 1G
