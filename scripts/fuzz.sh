@@ -31,5 +31,15 @@ run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "
 	"SHSTK_SEED=0x${seed#0x} SHSTK_FUZZ_CALLS=$calls SHSTK_FUZZ_ROUNDS=$rounds" || true
 rc=0
 PYTHONPATH=$SHSTK_TOP python3 -m checks.report "$out" || rc=$?
+# A kernel with kmemleak must show that the end-of-run scan happened: a clean
+# console alone could also mean the scan never ran.
+if grep -q '^CONFIG_DEBUG_KMEMLEAK=y' "$KBUILD_DIR/.config"; then
+	if line=$(grep -a -m1 'shstk-lab: kmemleak scan:' "$out/console.log"); then
+		msg "${line#shstk-lab: }"
+	else
+		msg "FAIL: the kernel has kmemleak, but the guest never reported its scan"
+		rc=1
+	fi
+fi
 msg "fuzz $ARCH/$EMU: seed 0x${seed#0x}, $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s"
 exit "$rc"
