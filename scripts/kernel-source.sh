@@ -53,11 +53,13 @@ series_list() {
 	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/series"
 }
 
+# Names and contents only: the same series from another clone (CI's) is the
+# same series.
 series_hash() {
 	local p
 	series_list | while read -r p; do
 		[ -f "$PATCHES/$p" ] || die "patches/series names $p, which does not exist"
-		sha256sum "$PATCHES/$p"
+		echo "$p $(sha256sum <"$PATCHES/$p")"
 	done | sha256sum | cut -c1-16
 }
 
