@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The host-side helpers that need no VM: elfcheck, mkinitramfs, summary."""
+"""The host-side helpers that need no VM: elfcheck, mkinitramfs, summary, the
+Bochs root filesystem disk."""
 import gzip
 import io
 import os
@@ -126,3 +127,42 @@ class SummaryTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RootfsDiskTest(unittest.TestCase):
+    """scripts/emulators/bochs.sh rootfs_disk: Bochs's bpftrace root filesystem."""
+
+    def disk(self, d):
+        script = ('set -euo pipefail; . scripts/lib.sh; ARCH=x86_64; OUT=$1; '
+                  '. scripts/emulators/bochs.sh; rootfs_disk "$2"')
+        return subprocess.run(["bash", "-c", script, "bash", d, os.path.join(d, "rootfs")],
+                              cwd=TOP, capture_output=True, text=True, timeout=120)
+
+    def test_made_once_remade_when_the_tree_changes(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = os.path.join(d, "rootfs")
+            os.makedirs(os.path.join(root, "usr", "bin"))
+            with open(os.path.join(root, ".shstk-rootfs"), "w") as f:
+                f.write("bpftrace\n")
+            r = self.disk(d)
+            if r.returncode != 0 and "toolbox" in r.stderr:
+                self.skipTest("no toolbox for mke2fs: " + r.stderr.strip().splitlines()[-1])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            img = r.stdout.strip()
+            self.assertEqual(img, root + ".ext4")
+            size = os.path.getsize(img)
+            self.assertEqual(size % (16 * 63 * 512), 0, "not whole cylinders")
+            with open(img, "rb") as f:
+                f.seek(1024 + 0x38)
+                self.assertEqual(f.read(2), b"\x53\xef", "no ext4 superblock magic")
+            # Up to date: kept as it is.
+            mtime = os.stat(img).st_mtime_ns
+            self.assertEqual(self.disk(d).returncode, 0)
+            self.assertEqual(os.stat(img).st_mtime_ns, mtime)
+            # A rebuilt tree (a newer stamp) makes a new image.
+            later = mtime / 1e9 + 10
+            os.utime(os.path.join(root, ".shstk-rootfs"), (later, later))
+            r = self.disk(d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("making the root filesystem disk image", r.stderr)
+            self.assertNotEqual(os.stat(img).st_mtime_ns, mtime)
