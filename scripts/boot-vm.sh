@@ -59,14 +59,15 @@ cleanup() {
 		kill "$emu_pid" 2>/dev/null || true
 		wait "$emu_pid" 2>/dev/null || true
 	fi
-	# Whatever a signal did to the wrappers, no emulator of this run (its
-	# command line names $OUT) outlives the script.
+	# Whatever a signal did to the wrappers, no emulator of this run (the
+	# backend's EMU_MATCH: a file under $OUT on its command line) outlives
+	# the script.
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		pgrep -f -- "$OUT/console.log" >/dev/null || break
-		pkill -f -- "$OUT/console.log" 2>/dev/null || true
+		pgrep -f -- "$EMU_MATCH" >/dev/null || break
+		pkill -f -- "$EMU_MATCH" 2>/dev/null || true
 		sleep 0.5
 	done
-	pkill -9 -f -- "$OUT/console.log" 2>/dev/null || true
+	pkill -9 -f -- "$EMU_MATCH" 2>/dev/null || true
 	{
 		pkill -P "$follower" || true
 		kill "$follower" || true

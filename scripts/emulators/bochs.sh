@@ -3,7 +3,8 @@
 #
 # The Bochs command line and configuration: the one place that decides them.
 # Same interface as qemu.sh (KERNEL, INITRD, APPEND, OUT, ARCH in;
-# emu_prepare makes the boot medium, emu_command fills EMU_CMD).
+# emu_prepare makes the boot medium, emu_command fills EMU_CMD; EMU_MATCH is
+# what only this run's Bochs has on its command line).
 #
 # Bochs is here because it emulates x86 CET and QEMU (TCG) does not: with it
 # the x86 token path runs for real.  Debian trixie's Bochs 3.0 is the one that
@@ -32,6 +33,9 @@
 #  - With GDB_PORT: Debian's Bochs has the internal debugger and no gdbstub
 #    (Bochs builds one or the other), so the Bochs that scripts/build-bochs-gdb.sh
 #    builds from Debian's source runs instead; it waits for gdb at power-on.
+
+# shellcheck disable=SC2034  # read by boot-vm.sh
+EMU_MATCH=$OUT/bochsrc
 
 # The root filesystem directory as an ext4 image, remade when the directory
 # is newer.  Sized to whole cylinders of 16 heads x 63 sectors, the geometry

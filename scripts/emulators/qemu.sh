@@ -4,7 +4,8 @@
 # The QEMU command line, per architecture: the one place that decides it.
 # Sourced by scripts/boot-vm.sh, which sets KERNEL, INITRD, APPEND, OUT
 # (console.log and guest.out go there) and optionally GDB_PORT, then calls
-# emu_command to fill the EMU_CMD array.
+# emu_command to fill the EMU_CMD array.  EMU_MATCH is what only this run's
+# emulator has on its command line (boot-vm.sh kills what matches it).
 #
 # Why these settings:
 #  - arm64 "-M virt -cpu max" is the only way to get FEAT_GCS (QEMU >= 10.2).
@@ -16,6 +17,9 @@
 #    interleave with KTAP.
 #  - "-no-reboot" and "panic=-1": a panic ends QEMU at once instead of
 #    hanging until the timeout; the host finds the panic in console.log.
+
+# shellcheck disable=SC2034  # read by boot-vm.sh
+EMU_MATCH=$OUT/console.log
 
 emu_command() {
 	local common_append="panic=-1 oops=panic loglevel=5 shstk.out=/dev/hvc0"
