@@ -73,6 +73,8 @@ arch_vars() {
 		;;
 	esac
 	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}${SHSTK_BASELINE:+-base}
+	# make bench times a cold build in a scratch directory of its own.
+	KBUILD_DIR=${SHSTK_BUILD_DIR:-$KBUILD_DIR}
 	ARCH_OUT=$SHSTK_OUT/$ARCH${SHSTK_BASELINE:+-base}
 }
 
