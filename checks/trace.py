@@ -126,6 +126,28 @@ def where_refused(call):
     return "?"
 
 
+def check_token_calls(events, seen, arch):
+    """trace/token-validation.bt against the guest's cases: (rows, problems).
+
+    Each traced clone3() call is explained by its events (check_call), and
+    the calls the guest made are the traced ones, in order.
+    """
+    calls, stray = group_calls(events)
+    problems = [f"unexplained trace event {ev} {f}" for ev, f in stray]
+    rows = []
+    for call in calls:
+        call_problems = check_call(call, arch)
+        problems += call_problems
+        rows.append((call["token"], call["ret"], where_refused(call), not call_problems))
+    if seen:
+        guest_calls = [(t, 0 if r == 0 else r) for t, r, _ in seen]
+        # clone3 returns the pid on success; the scenario prints 0 for it.
+        traced = [(c["token"], 0 if c["ret"] is not None and c["ret"] > 0 else c["ret"]) for c in calls]
+        if guest_calls != traced:
+            problems.append(f"the guest's calls {guest_calls} are not the traced ones {traced}")
+    return rows, problems
+
+
 def check_vmas(events, seen, shstk):
     """trace/shstk-vmas.bt against the guest's cases: (rows, problems).
 
@@ -201,41 +223,17 @@ def main(argv):
         if not seen:
             problems.append("the scenario printed no cases")
     events = parse_trace(trace_lines)
-    rows = []
-    if script == "shstk-vmas":
-        if not user:
-            shstk = "cpu_shstk=yes" in guest_text
-            vrows, vproblems = check_vmas(events, seen, shstk)
-            rows += vrows
-            problems += vproblems
-        print_table(arch, rows, problems, logcopy)
-        return 1 if problems else 0
-    if script != "token-validation":
+    if script == "token-validation":
+        rows, script_problems = check_token_calls(events, seen, arch)
+    elif script == "shstk-vmas":
+        rows, script_problems = ([], []) if user else \
+            check_vmas(events, seen, "cpu_shstk=yes" in guest_text)
+    else:
         # A script of the user's: only what holds for any script is checked.
         print(f"{arch:<7} (no check of the events of trace/{script}.bt: bpftrace, console and guest only)")
-        print_table(arch, rows, problems, logcopy)
-        return 1 if problems else 0
+        rows, script_problems = [], []
+    problems += script_problems
 
-    calls, stray = group_calls(events)
-    problems += [f"unexplained trace event {ev} {f}" for ev, f in stray]
-    for call in calls:
-        call_problems = check_call(call, arch)
-        problems += call_problems
-        rows.append((call["token"], call["ret"], where_refused(call), not call_problems))
-
-    # What the guest saw, case by case, must be in the trace in the same order.
-    if seen:
-        traced = [(c["token"], c["ret"]) for c in calls]
-        guest_calls = [(t, 0 if r == 0 else r) for t, r, _ in seen]
-        # clone3 returns the pid on success; the scenario prints 0 for it.
-        traced_norm = [(t, 0 if r is not None and r > 0 else r) for t, r in traced]
-        if guest_calls != traced_norm:
-            problems.append(f"the guest's calls {guest_calls} are not the traced ones {traced_norm}")
-    print_table(arch, rows, problems, logcopy)
-    return 1 if problems else 0
-
-
-def print_table(arch, rows, problems, logcopy):
     passed = sum(ok for *_, ok in rows)
     print(f"{'arch':<7} {'token':<18} {'clone3':>7}  where")
     for token, ret, where, ok in rows:
@@ -245,6 +243,7 @@ def print_table(arch, rows, problems, logcopy):
     print(f"trace log: {logcopy}")
     # Each traced call that checks out passes; every problem is a failure.
     print(f"trace {arch}: {passed} passed, {len(problems)} failed, 0 skipped")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

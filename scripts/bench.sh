@@ -23,7 +23,14 @@ log=$SHSTK_OUT/bench.log
 mkdir -p "$SHSTK_OUT"
 : >"$log"
 
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "n/a" }'; }
+# The median of the figures on stdin, or "failed" if a run said so (or gave
+# no figure: "None" from a vm.json without one).
+median() {
+	local v
+	v=$(cat)
+	case "$v" in "") echo n/a && return ;; *failed* | *None*) echo failed && return ;; esac
+	sort -n <<<"$v" | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "n/a" }'
+}
 since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }'; }
 
 # Wall time in seconds of a command run $1 times: the median, or "failed"
@@ -36,19 +43,19 @@ timed() {
 		t0=$EPOCHREALTIME
 		"$@" >>"$log" 2>&1 || { echo failed; return 0; }
 		since "$t0"
-	done | { v=$(cat); case "$v" in *failed*) echo failed ;; *) echo "$v" | median ;; esac; }
+	done | median
 }
 
 # Seconds from emulator start to the guest's first test output (vm.json
 # "first_output") of a smoke boot, median of $3 boots.
 first_output() {
-	local arch=$1 emu=$2 n=$3 i dir=$SHSTK_OUT/$1
-	[ "$emu" = qemu ] || dir=$dir-$emu
+	local arch=$1 emu=$2 n=$3 i dir
+	dir=$(arch_vars "$arch" && emu_vars "$emu" && echo "$EMU_OUT")
 	msg "timing $n smoke boots of $arch/$emu"
 	for ((i = 0; i < n; i++)); do
 		"$SHSTK_TOP/scripts/run.sh" smoke "$arch" "$emu" >>"$log" 2>&1 || { echo failed; return 0; }
 		python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["first_output"])' "$dir/smoke/vm.json"
-	done | { v=$(cat); case "$v" in *failed* | *None*) echo failed ;; *) echo "$v" | median ;; esac; }
+	done | median
 }
 
 # A one-line change to kernel/fork.c, built; then taken back and built again.
@@ -62,7 +69,7 @@ incremental() {
 		"$SHSTK_TOP/scripts/build-kernel.sh" "$arch" >>"$log" 2>&1 || echo failed
 		since "$t0"
 		git -C "$SHSTK_CACHE/src/linux" checkout -q -- kernel/fork.c
-	done | { v=$(cat); case "$v" in *failed*) echo failed ;; *) echo "$v" | median ;; esac; }
+	done | median
 	"$SHSTK_TOP/scripts/build-kernel.sh" "$arch" >>"$log" 2>&1
 }
 
@@ -89,7 +96,8 @@ cold() {
 # Both timed from command start to exit.  x86_64 only: virtme-ng boots the
 # root filesystem it runs in, and the toolbox is amd64.
 vng_ratio() {
-	local kernel=$SHSTK_CACHE/build/x86_64/arch/x86/boot/bzImage prog image ours theirs i t0 out
+	local kernel prog image ours theirs i t0 out
+	kernel=$(arch_vars x86_64 && echo "$KBUILD_DIR/$KIMAGE")
 	prog=$SHSTK_CACHE/guest/x86_64/bin/smoke
 	image=$("$SHSTK_TOP/scripts/build-guest.sh" x86_64 smoke 2>>"$log")
 	out=$SHSTK_OUT/x86_64/bench-smoke
@@ -103,7 +111,7 @@ vng_ratio() {
 		cat "$SHSTK_OUT/vng.out" >>"$log"
 		grep -q '^# totals: pass:[1-9][0-9]* fail:0' "$SHSTK_OUT/vng.out" || { echo failed; break; }
 		since "$t0"
-	done | { v=$(cat); case "$v" in *failed*) echo failed ;; *) echo "$v" | median ;; esac; })
+	done | median)
 	case "$ours $theirs" in
 	*failed*) echo "shstk-lab $ours s, virtme-ng $theirs s (see $log) | - | - |" ;;
 	*) awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "shstk-lab %.1f s, virtme-ng %.1f s: virtme-ng takes %.2fx | - | - |\n", a, b, b / a }' ;;

@@ -50,6 +50,15 @@ class TraceTest(unittest.TestCase):
         calls, _ = calls_of(lines)
         self.assertTrue(any("task was made" in p for p in trace.check_call(calls[0], "arm64")))
 
+    def test_guest_calls_must_be_the_traced_ones(self):
+        events = trace.parse_trace(GOOD)
+        seen = [(T, 0, "ok"), (T, -22, "reused"), (T - 1, -22, "misaligned")]
+        rows, problems = trace.check_token_calls(events, seen, "arm64")
+        self.assertEqual(problems, [])
+        self.assertEqual(len(rows), 3)
+        _, problems = trace.check_token_calls(events, seen[:2], "arm64")
+        self.assertTrue(any("not the traced ones" in p for p in problems), problems)
+
     def test_stray_event_is_unexplained(self):
         _, stray = calls_of([f"validate pid=5 token={T:#x} ret=0"])
         self.assertEqual(len(stray), 1)
