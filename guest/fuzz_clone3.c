@@ -92,6 +92,12 @@ static uint64_t fresh_token(void)
 	return base < 0 && base > -4096 ? 0 : shstk_token_addr(base, PAGE);
 }
 
+/* The one-page shadow stack a fresh_token() lies in. */
+static void *token_stack(uint64_t token)
+{
+	return (void *)(token + SHSTK_SLOT - PAGE);
+}
+
 /*
  * A token of the drawn kind; *mapped gets the shadow stack mapped for it, so
  * that the caller can unmap it after the call (a long run would otherwise
@@ -107,13 +113,13 @@ static uint64_t make_token(enum token_kind kind, unsigned long *mapped)
 		return 0;
 	case TK_VALID:
 		t = fresh_token();
-		*mapped = t ? t + SHSTK_SLOT - PAGE : 0;
+		*mapped = t ? (unsigned long)token_stack(t) : 0;
 		return t;
 	case TK_CONSUMED:
 		return last_consumed;
 	case TK_MISALIGNED:
 		t = fresh_token();
-		*mapped = t ? t + SHSTK_SLOT - PAGE : 0;
+		*mapped = t ? (unsigned long)token_stack(t) : 0;
 		return t ? t - 1 - pick(7) : 0x1001;
 	case TK_SS_OFFSET:
 		base = map_shadow_stack(0, PAGE, pick(2) ? SHADOW_STACK_SET_TOKEN : 0);
@@ -266,7 +272,7 @@ static void one_call(void)
 		/* Without CLONE_VM only the child's copy was consumed. */
 		if (c.kind == TK_VALID && c.size >= CLONE_ARGS_SIZE_VER3 && (c.flags & CLONE_VM)) {
 			if (last_consumed)
-				munmap((void *)(last_consumed + SHSTK_SLOT - PAGE), PAGE);
+				munmap(token_stack(last_consumed), PAGE);
 			last_consumed = c.token;
 			return;		/* kept mapped for TK_CONSUMED */
 		}
@@ -374,7 +380,7 @@ static unsigned long race(unsigned long rounds)
 				ktap_diag("race round %lu: racers exited %d and %d, token word %#lx",
 					  round, st[0], st[1], (long)peek(token));
 		}
-		munmap((void *)(token + SHSTK_SLOT - PAGE), PAGE);
+		munmap(token_stack(token), PAGE);
 	}
 	return bad;
 }

@@ -17,8 +17,9 @@ TB=$SHSTK_CACHE/toolbox
 ROOT=$TB/root
 
 # Packages from trixie (e2fsprogs makes the Bochs guest's root filesystem
-# disk; virtme-ng is what make bench compares boots against); the ones listed in BACKPORTS come from
-# trixie-backports (QEMU 11.1, gdb 18 and the libelf that gdb 18 needs).
+# disk; virtme-ng is what make bench compares boots against); the ones
+# listed in BACKPORTS come from trixie-backports (QEMU 11.1, gdb 18 and the
+# libelf that gdb 18 needs).
 PKGS=(
 	gcc-14 gcc-14-aarch64-linux-gnu libc6-dev libc6-dev-arm64-cross
 	binutils binutils-aarch64-linux-gnu make bc bison flex cpio kmod
