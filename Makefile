@@ -35,7 +35,7 @@ help:
 	@echo "  make debug ARCH= [EMU=]   emulator paused + gdb with the kernel's and shstk-lab's helpers"
 	@echo "  make gdb-check [ARCH=] [EMU=]  scripted, checked gdb step-through of clone3 with a token"
 	@echo "  make trace [ARCH=] [SCRIPT=] [PROG=]  bpftrace in the guest, its log checked"
-	@echo "  make fuzz [ARCH=] [SEED=] [CALLS=] [ROUNDS=]  clone3 fuzzer + token race on a KASAN/lockdep kernel"
+	@echo "  make fuzz [ARCH=] [SEED=] [CALLS=] [ROUNDS=] [JOBS=]  clone3 fuzzer + token race on a KASAN/lockdep kernel"
 	@echo "  make bench                measured figures on this machine -> docs/bench.md"
 	@echo "  make check-series         git am the series onto the pristine tree, checkpatch it"
 	@echo "  make toolbox              make the trixie toolbox (QEMU 11, gdb 18, gcc 14)"
@@ -75,11 +75,11 @@ SCRIPT ?= token-validation
 trace:
 	@rc=0; for a in $(ALL_ARCHES); do $(S)/trace.sh $$a $(EMU) $(SCRIPT) $(PROG) || rc=1; done; exit $$rc
 
-# SEED=, CALLS=, ROUNDS=, KCONFIG= go to scripts/fuzz.sh.  KCONFIG is set
+# SEED=, CALLS=, ROUNDS=, JOBS=, KCONFIG= go to scripts/fuzz.sh.  KCONFIG is set
 # here: "export" would hand an unset one down as empty, which fuzz.sh reads
 # as "the normal kernel".  KCONFIG= (empty) on the command line still means that.
 KCONFIG ?= debug
-export SEED CALLS ROUNDS KCONFIG
+export SEED CALLS ROUNDS JOBS KCONFIG
 fuzz:
 	@rc=0; for a in $(ALL_ARCHES); do $(S)/fuzz.sh $$a $(EMU) || rc=1; done; exit $$rc
 

@@ -2,12 +2,17 @@
 """Judge one guest run and report it.
 
     python3 -m checks.report OUTDIR
+    python3 -m checks.report --merge OUTDIR RUNDIR...
 
 OUTDIR holds what scripts/boot-vm.sh left: console.log, guest.out and
 vm.json.  Writes OUTDIR/results.ktap (one top-level test per guest program,
 its own KTAP nested under it) and OUTDIR/results.json, prints a table, and
 exits 0 only if the VM powered off by itself, the console is clean, the
 guest finished its list and every program passed or skipped with a reason.
+
+--merge sums the results.json of several runs of one job (make fuzz splits
+its calls over VMs) into OUTDIR/results.json; a run without one (its VM
+never got as far as a report) counts as a failure.
 """
 import json
 import os
@@ -152,9 +157,33 @@ def table(arch, emu, programs, run_problems):
     return "\n".join(out)
 
 
+def merge(outdir, rundirs):
+    """Write OUTDIR/results.json from the runs' own; returns the failures."""
+    total = {"passed": 0, "failed": 0, "skipped": 0, "runs": []}
+    for d in rundirs:
+        try:
+            with open(os.path.join(d, "results.json")) as f:
+                r = json.load(f)
+        except (OSError, ValueError):
+            r = {"passed": 0, "failed": 1, "skipped": 0}
+        for k in ("passed", "failed", "skipped"):
+            total[k] += r[k]
+        total["runs"].append({"dir": d, "passed": r["passed"], "failed": r["failed"],
+                              "skipped": r["skipped"]})
+    if not rundirs:
+        total["failed"] = 1
+    with open(os.path.join(outdir, "results.json"), "w") as f:
+        json.dump(total, f, indent=1)
+    print(f"{len(rundirs)} run(s): {total['passed']} passed, {total['failed']} failed, "
+          f"{total['skipped']} skipped")
+    return total["failed"]
+
+
 def main(argv):
+    if len(argv) >= 3 and argv[1] == "--merge":
+        return 1 if merge(argv[2], argv[3:]) else 0
     if len(argv) != 2:
-        sys.exit("usage: python3 -m checks.report OUTDIR")
+        sys.exit("usage: python3 -m checks.report OUTDIR | --merge OUTDIR RUNDIR...")
     outdir = argv[1]
     vm, console_text, guest_text = load(outdir)
     info, programs, run_problems = judge_run(vm, console_text, guest_text)

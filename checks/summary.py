@@ -11,6 +11,10 @@ KIND says how a step is counted:
   gdbsteps        make gdb-check, make trace: their "N passed, N failed" line
 A step that exits non-zero with nothing failed in what it printed counts one
 failure more: a step can never fail silently.
+
+Between the table and the total, each failed step shows the lines of its log
+that say what failed (FAIL, "not ok", errors), a few per step: a CI log that
+keeps only its tail still names the failure, not just the step.
 """
 import json
 import os
@@ -49,9 +53,26 @@ def count_results(outdir):
     return r["passed"], r["failed"], r["skipped"]
 
 
+# What a log line that names a failure looks like, in the outputs the steps
+# print: check tables (FAIL), KTAP ("not ok"), python and the scripts' own
+# messages.
+FAILURE_LINE = re.compile(r"\bFAIL\b|^\s*not ok\b|^(?:ERROR|FAIL):|\b(?:error|failed|timed out)\b",
+                          re.I)
+SHOWN_PER_STEP = 6
+
+
+def failure_lines(text, limit=SHOWN_PER_STEP):
+    """The first few lines of a step's log that say what failed."""
+    hits = [line.rstrip() for line in text.splitlines()
+            if FAILURE_LINE.search(line) and not re.search(r"\b0 failed\b|# (?:SKIP|XFAIL)", line)]
+    more = len(hits) - limit
+    return hits[:limit] + ([f"... and {more} more"] if more > 0 else [])
+
+
 def main(argv):
     logdir, rest = argv[1], argv[2:]
     total = [0, 0, 0]
+    failed_logs = []
     print(f"{'step':<16} {'passed':>7} {'failed':>7} {'skipped':>8}  exit")
     for i in range(0, len(rest), 3):
         name, kind, rc = rest[i], rest[i + 1], int(rest[i + 2])
@@ -74,9 +95,15 @@ def main(argv):
             sys.exit(f"summary: unknown kind {kind!r}")
         if rc != 0 and f_ == 0:
             f_ = 1
+        if f_:
+            failed_logs.append((name, text))
         print(f"{name:<16} {p:>7} {f_:>7} {s:>8}  {rc}")
         for j, v in enumerate((p, f_, s)):
             total[j] += v
+    for name, text in failed_logs:
+        print(f"{name} failed ({os.path.join(logdir, name + '.log')}):")
+        for line in failure_lines(text) or ["(its log names no failure; see the log)"]:
+            print(f"  {line[:160]}")
     print(f"total: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
     return 1 if total[1] else 0
 

@@ -381,6 +381,8 @@ static unsigned long race(unsigned long rounds)
 					  round, st[0], st[1], (long)peek(token));
 		}
 		munmap(token_stack(token), PAGE);
+		if ((round + 1) % 1000 == 0)
+			ktap_diag("progress: %lu race rounds, %lu bad", round + 1, bad);
 	}
 	return bad;
 }

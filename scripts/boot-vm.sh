@@ -36,21 +36,25 @@ if declare -F emu_prepare >/dev/null; then
 fi
 emu_command
 
-# Follow the results channel and show which guest program is running.
+# Follow the results channel and show which guest program is running, and
+# the progress lines of long ones.
 # tail --pid ends with this script, whatever happens to it.
 # The first program's start is also timed (vm.json "first_output").
 follow() {
 	tail -n +1 -F --pid=$$ "$OUT/guest.out" 2>/dev/null | while read -r line; do
+		line=${line%$'\r'}	# a serial line ends in CR LF
 		case "$line" in
 		"SHSTK-LAB BEGIN "*)
 			[ -f "$OUT/first-output" ] || echo "$EPOCHREALTIME" >"$OUT/first-output"
 			msg "guest: running ${line#SHSTK-LAB BEGIN }"
 			;;
 		"SHSTK-LAB END "*) msg "guest: ${line#SHSTK-LAB END }" ;;
+		# A long program's own progress lines (make fuzz).
+		"# progress: "*) msg "guest: ${line#\# }" ;;
 		esac
 	done
 }
-follow 2>/dev/null &
+follow &
 follower=$!
 emu_pid=
 # shellcheck disable=SC2317  # called by the EXIT trap

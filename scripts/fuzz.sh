@@ -7,9 +7,12 @@
 #
 #   scripts/fuzz.sh ARCH [EMU]
 #   SEED=  CALLS= (100000)  ROUNDS= (10000)  KCONFIG= (debug; "" for the normal kernel)
+#   JOBS= VMs to split the calls and rounds over (default: 1; under Bochs,
+#         which emulates on one host thread, one per host CPU)
 #
 # The verdict: every invariant held, and no KASAN, lockdep, WARN, BUG or
-# kmemleak report in the console log.  Results in out/<arch>[-emu]/fuzz/.
+# kmemleak report in the console log.  Results in out/<arch>[-emu]/fuzz/:
+# vmN/ per VM, results.json for the run.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -18,28 +21,73 @@ export SHSTK_KCONFIG_VARIANT=${KCONFIG-debug}
 arch_vars "${1:-}"
 emu_vars "${2:-}"
 seed=${SEED:-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')}
+seed=${seed#0x}
 calls=${CALLS:-100000}
 rounds=${ROUNDS:-10000}
+# Bochs emulates on one host thread, so by default the calls and rounds are
+# split over one VM per host CPU; QEMU's two vCPUs already use two.
+if [ -z "${JOBS:-}" ]; then
+	JOBS=1
+	[ "$EMU" != bochs ] || JOBS=$(nproc)
+fi
+for v in CALLS:"$calls" ROUNDS:"$rounds" JOBS:"$JOBS"; do
+	[[ ${v#*:} =~ ^[0-9]+$ ]] || die "${v%%:*}=${v#*:} is not a number"
+done
+[[ $seed =~ ^[0-9a-fA-F]{1,16}$ ]] || die "SEED=$seed is not a 64-bit hex number"
+[ "$JOBS" -ge 1 ] || die "JOBS=0: at least one VM"
 out=$EMU_OUT/fuzz
 
 "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
 image=$(SHSTK_KCONFIG_VARIANT='' SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" fuzz)
-msg "fuzzing $ARCH/$EMU (kernel: ${SHSTK_KCONFIG_VARIANT:-default}) with seed 0x${seed#0x}: $calls calls, $rounds race rounds"
+msg "fuzzing $ARCH/$EMU (kernel: ${SHSTK_KCONFIG_VARIANT:-default}) with seed 0x$seed: $calls calls, $rounds race rounds, $JOBS VM(s)"
+rm -rf "$out"
+mkdir -p "$out"
+
+# VM i runs its share with seed + i: each VM's own seed, printed here and in
+# its log, reproduces it alone (SEED= that seed, JOBS=1, CALLS= its share).
+pids=()
+vm_seed() { printf '%x' $((0x$seed + $1)); }
+# shellcheck disable=SC2317  # called by the traps
+stop_vms() {
+	local p
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap 'stop_vms; exit 143' TERM
+trap 'stop_vms; exit 130' INT
 t0=$EPOCHREALTIME
-run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" "$out" \
-	"${SHSTK_FUZZ_TIMEOUT:-5400}" \
-	"SHSTK_SEED=0x${seed#0x} SHSTK_FUZZ_CALLS=$calls SHSTK_FUZZ_ROUNDS=$rounds" || true
-rc=0
-PYTHONPATH=$SHSTK_TOP python3 -m checks.report "$out" || rc=$?
-# A kernel with kmemleak must show that the end-of-run scan happened: a clean
-# console alone could also mean the scan never ran.
-if grep -q '^CONFIG_DEBUG_KMEMLEAK=y' "$KBUILD_DIR/.config"; then
-	if line=$(grep -a -m1 'shstk-lab: kmemleak scan:' "$out/console.log"); then
-		msg "${line#shstk-lab: }"
+for ((i = 0; i < JOBS; i++)); do
+	n=$((calls / JOBS + (i < calls % JOBS))) r=$((rounds / JOBS + (i < rounds % JOBS)))
+	[ "$JOBS" -eq 1 ] || msg "vm$i: seed 0x$(vm_seed "$i"), $n calls, $r race rounds; logs in $out/vm$i"
+	vm=("$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" "$out/vm$i"
+		"${SHSTK_FUZZ_TIMEOUT:-5400}" "SHSTK_SEED=0x$(vm_seed "$i") SHSTK_FUZZ_CALLS=$n SHSTK_FUZZ_ROUNDS=$r")
+	# $! is boot-vm.sh itself (the traps signal it); with several VMs each
+	# one's messages carry its name.
+	if [ "$JOBS" -eq 1 ]; then
+		"${vm[@]}" &
 	else
-		msg "FAIL: the kernel has kmemleak, but the guest never reported its scan"
-		rc=1
+		"${vm[@]}" > >(sed -u "s/^/[vm$i] /") 2>&1 &
 	fi
-fi
-msg "fuzz $ARCH/$EMU: seed 0x${seed#0x}, $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s"
+	pids+=("$!")
+done
+for p in "${pids[@]}"; do wait "$p" || true; done
+trap - TERM INT
+
+rc=0
+for ((i = 0; i < JOBS; i++)); do
+	PYTHONPATH=$SHSTK_TOP python3 -m checks.report "$out/vm$i" || rc=$?
+	# A kernel with kmemleak must show that the end-of-run scan happened: a
+	# clean console alone could also mean the scan never ran.
+	if grep -q '^CONFIG_DEBUG_KMEMLEAK=y' "$KBUILD_DIR/.config"; then
+		if line=$(grep -a -m1 'shstk-lab: kmemleak scan:' "$out/vm$i/console.log"); then
+			msg "vm$i: ${line#shstk-lab: }"
+		else
+			msg "FAIL: vm$i: the kernel has kmemleak, but the guest never reported its scan"
+			rc=1
+		fi
+	fi
+done
+# One results.json for the whole run (what make test counts).
+PYTHONPATH=$SHSTK_TOP python3 -m checks.report --merge "$out" "$out"/vm* || rc=1
+msg "fuzz $ARCH/$EMU: seed 0x$seed, $calls calls, $rounds race rounds on $JOBS VM(s), $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s"
 exit "$rc"

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """checks.report: judging a whole run, and the known-failures list."""
+import contextlib
+import io
+import json
 import os
 import tempfile
 import unittest
@@ -80,6 +83,30 @@ class JudgeRunTest(unittest.TestCase):
         vm = {"arch": "arm64", "emu": "qemu", "exit": 0, "timeout": False, "seconds": 3}
         _, _, problems = report.judge_run(vm, "", "SHSTK-LAB BEGIN t\n1..1\nok 1 a\n")
         self.assertIn("the guest never reached the end of its test list", problems)
+
+
+class MergeTest(unittest.TestCase):
+    """make fuzz with several VMs: one results.json for the run."""
+
+    def test_sums_the_runs_and_a_missing_report_is_a_failure(self):
+        with tempfile.TemporaryDirectory() as d:
+            runs = [os.path.join(d, f"vm{i}") for i in range(3)]
+            for run, counts in zip(runs[:2], ((3, 0, 1), (2, 1, 0))):
+                os.mkdir(run)
+                with open(os.path.join(run, "results.json"), "w") as f:
+                    json.dump(dict(zip(("passed", "failed", "skipped"), counts)), f)
+            os.mkdir(runs[2])
+            with contextlib.redirect_stdout(io.StringIO()):
+                failed = report.merge(d, runs)
+            with open(os.path.join(d, "results.json")) as f:
+                merged = json.load(f)
+        self.assertEqual(failed, 2)
+        self.assertEqual((merged["passed"], merged["failed"], merged["skipped"]), (5, 2, 1))
+        self.assertEqual(len(merged["runs"]), 3)
+
+    def test_no_runs_is_a_failure(self):
+        with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(report.merge(d, []), 1)
 
 
 if __name__ == "__main__":

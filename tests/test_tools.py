@@ -124,9 +124,31 @@ class SummaryTest(unittest.TestCase):
         text = "KTAP version 1\n1..3\nok 1 a\nnot ok 2 b\nok 3 c # SKIP why\n"
         self.assertEqual(summary.count_ktap(text), (1, 1, 1))
 
+    def test_failure_lines(self):
+        text = ("x86_64  valid  1 entry   PASS  fine\n"
+                "x86_64  valid  2 alloc   FAIL  returns token + 16\n"
+                "ok 1 a\nnot ok 2 b\nok 3 c # SKIP no shstk\n"
+                "gdb-check x86_64: 1 passed, 0 failed, 0 skipped\n"
+                "[gdb-check.sh] gdb timed out after 120 s\n")
+        self.assertEqual(summary.failure_lines(text), [
+            "x86_64  valid  2 alloc   FAIL  returns token + 16", "not ok 2 b",
+            "[gdb-check.sh] gdb timed out after 120 s"])
+        many = "\n".join(f"not ok {i} x" for i in range(10))
+        self.assertEqual(summary.failure_lines(many, 2), ["not ok 0 x", "not ok 1 x", "... and 8 more"])
 
-if __name__ == "__main__":
-    unittest.main()
+    def test_failed_step_named_before_the_total(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "good.log"), "w") as f:
+                f.write("ok 1 a\n")
+            with open(os.path.join(d, "bad.log"), "w") as f:
+                f.write("ok 1 a\nnot ok 2 the token was not consumed\n")
+            r = subprocess.run([sys.executable, "-m", "checks.summary", d, "good", "ktap", "0",
+                                "bad", "ktap", "1"], cwd=TOP, capture_output=True, text=True)
+        lines = r.stdout.splitlines()
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(lines[-1], "total: 2 passed, 1 failed, 0 skipped")
+        self.assertTrue(lines[-3].startswith("bad failed ("))
+        self.assertEqual(lines[-2], "  not ok 2 the token was not consumed")
 
 
 class RootfsDiskTest(unittest.TestCase):
@@ -166,3 +188,7 @@ class RootfsDiskTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("making the root filesystem disk image", r.stderr)
             self.assertNotEqual(os.stat(img).st_mtime_ns, mtime)
+
+
+if __name__ == "__main__":
+    unittest.main()
