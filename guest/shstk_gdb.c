@@ -33,21 +33,30 @@
 
 bool shstk_enabled;
 
+/*
+ * struct clone_args straddles a page boundary, its shadow_stack_token on the
+ * second page, so gdb reads it across two pages on every run.  On the stack
+ * it did so only when ASLR put it there, and that is how a reader that
+ * took the second half from the wrong physical page went unseen.
+ */
+static char args_pages[2 * PAGE] __attribute__((aligned(PAGE)));
+#define ARGS_OFFSET (PAGE - 64)
+
 static __attribute__((noinline)) long scenario_clone3(uint64_t token)
 {
 	static char stack[64 * 1024] __attribute__((aligned(16)));
 	static uint64_t child_ssp;
-	struct clone_args args;
+	struct clone_args *args = (struct clone_args *)(args_pages + ARGS_OFFSET);
 	long pid;
 	int status;
 
-	memset(&args, 0, sizeof(args));
-	args.flags = CLONE_VM;
-	args.exit_signal = SIGCHLD;
-	args.stack = (uint64_t)stack;
-	args.stack_size = sizeof(stack);
-	args.shadow_stack_token = token;
-	pid = clone3_run(&args, CLONE_ARGS_SIZE_VER3, NULL, &child_ssp);
+	memset(args, 0, sizeof(*args));
+	args->flags = CLONE_VM;
+	args->exit_signal = SIGCHLD;
+	args->stack = (uint64_t)stack;
+	args->stack_size = sizeof(stack);
+	args->shadow_stack_token = token;
+	pid = clone3_run(args, CLONE_ARGS_SIZE_VER3, NULL, &child_ssp);
 	if (pid > 0) {
 		waitpid(pid, &status, __WALL);
 		ktap_diag("child %ld started with ssp %#lx", pid, (long)child_ssp);

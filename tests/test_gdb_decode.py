@@ -48,6 +48,25 @@ class VmaFlagsTest(unittest.TestCase):
         self.assertEqual(decode.pt_indexes(0x400000, levels=5), [0, 0, 0, 2, 0])
 
 
+class PagePiecesTest(unittest.TestCase):
+    """usermem.read_bytes() translates each page of a read on its own."""
+
+    def test_inside_one_page(self):
+        self.assertEqual(decode.page_pieces(0x7000_0010, 96), [(0x7000_0010, 96)])
+
+    def test_clone_args_across_a_boundary(self):
+        # struct clone_args (96 bytes) 64 bytes below a page end: the token
+        # field (offset 88) is on the second page.
+        self.assertEqual(decode.page_pieces(0x7000_0fc0, 96),
+                         [(0x7000_0fc0, 64), (0x7000_1000, 32)])
+
+    def test_ends_on_a_boundary_and_spans_pages(self):
+        self.assertEqual(decode.page_pieces(0x1000 - 8, 8), [(0xff8, 8)])
+        self.assertEqual(decode.page_pieces(0xff8, 0x1010),
+                         [(0xff8, 8), (0x1000, 0x1000), (0x2000, 8)])
+        self.assertEqual(decode.page_pieces(0x1000, 0), [])
+
+
 class GdbStepsTest(unittest.TestCase):
     def test_missing_steps_fail(self):
         steps = [{"step": "0 scenario", "case": "valid", "verdict": "pass",

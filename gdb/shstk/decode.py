@@ -64,3 +64,15 @@ def pt_indexes(addr, levels=4, page_shift=12, bits_per_level=9):
     """Page table indexes of @addr, top level first (4 KiB pages, 4 levels)."""
     return [(addr >> (page_shift + bits_per_level * (levels - 1 - i))) & ((1 << bits_per_level) - 1)
             for i in range(levels)]
+
+
+def page_pieces(addr, size, page_size=4096):
+    """[addr, addr + size) cut at page boundaries: (address, length) pieces,
+    each inside one page, lowest first."""
+    pieces = []
+    end = addr + size
+    while addr < end:
+        n = min(end, (addr // page_size + 1) * page_size) - addr
+        pieces.append((addr, n))
+        addr += n
+    return pieces

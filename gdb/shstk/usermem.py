@@ -90,12 +90,20 @@ def read_u64(mm, addr):
 
 
 def read_bytes(mm, addr, size):
-    """@size bytes at @addr in @mm (within one page), or None."""
-    pa = translate(mm, addr)
-    if pa is None:
-        return None
-    mem = gdb.selected_inferior().read_memory(phys_to_virt(pa), size)
-    return bytes(mem)
+    """@size bytes at @addr in @mm, or None if any page of them is unmapped.
+    Each page is translated on its own: pages next to each other in user
+    space rarely are in physical memory (a struct on the stack that crossed
+    a page boundary was once read half from the wrong page)."""
+    out = b""
+    for piece, n in decode.page_pieces(addr, size, 1 << PAGE_SHIFT):
+        pa = translate(mm, piece)
+        if pa is None:
+            return None
+        try:
+            out += bytes(gdb.selected_inferior().read_memory(phys_to_virt(pa), n))
+        except gdb.MemoryError:
+            return None
+    return out
 
 
 def task_mm(task):
