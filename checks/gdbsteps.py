@@ -23,7 +23,7 @@ def required(shstk_on):
     for case in CASES:
         need += [(case, "1 clone3 entry"), (case, "path")]
         if case != "misaligned":
-            need.append((case, "2 copy_thread"))
+            need += [(case, "2 copy_thread"), (case, "2a debug commands")]
     if shstk_on:
         need += [("valid", p) for p in ("3a token check", "3b token check", "4 new task",
                                         "5 child's first user instruction", "clone3 returns")]

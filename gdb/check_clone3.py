@@ -225,6 +225,7 @@ def run_case(case):
                          shadow_stack_vmas=ss_vmas(task), struct_size=size)
         elif hit == "alloc":
             st["alloc_task"] = first_arg().dereference()
+            ok &= check_commands(case, token)
             Return("alloc_ret")
         elif hit == "alloc_ret":
             # gcs_alloc_thread_stack() returns int, shstk_alloc_thread_stack()
@@ -299,6 +300,22 @@ def run_case(case):
     ok &= record("path", case, "kernel", " -> ".join(want_path), path == want_path,
                  seen=" -> ".join(seen))
     return ok
+
+
+def check_commands(case, token):
+    """make debug's own commands, run at the same stop: what they print must
+    agree with what this script read (they share the readers, not the
+    formatting, and nothing else runs them unattended)."""
+    out = gdb.execute("shstk-clone-args", to_string=True)
+    want = [f"shadow_stack_token {token:#x}"]
+    if case == "valid" and SHSTK_ON:
+        want += ["valid token", "in a shadow stack VMA"]
+        out += gdb.execute("shstk-vmas", to_string=True)
+        want.append("<- shadow stack")
+    missing = [w for w in want if w not in out]
+    return record("2a debug commands", case, "shstk-clone-args, shstk-token, shstk-vmas",
+                  "the commands decode the same token: " + "; ".join(want), not missing,
+                  missing=missing, output=out.strip().splitlines())
 
 
 def last_return_value(name, bits):

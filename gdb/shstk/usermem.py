@@ -79,14 +79,10 @@ def translate(mm, addr):
 
 
 def read_u64(mm, addr):
-    """The 8-byte word at user address @addr in @mm, or None if unmapped."""
-    pa = translate(mm, addr)
-    if pa is None:
-        return None
-    try:
-        return _u64(phys_to_virt(pa))
-    except gdb.MemoryError:
-        return None
+    """The 8-byte word at user address @addr in @mm, or None if unmapped.
+    Both arches are little-endian; an unaligned word may cross a page."""
+    raw = read_bytes(mm, addr, 8)
+    return None if raw is None else int.from_bytes(raw, "little")
 
 
 def read_bytes(mm, addr, size):
