@@ -73,7 +73,8 @@ def main(argv):
     logdir, rest = argv[1], argv[2:]
     total = [0, 0, 0]
     failed_logs = []
-    print(f"{'step':<16} {'passed':>7} {'failed':>7} {'skipped':>8}  exit")
+    width = max([len("step")] + [len(n) for n in rest[0::3]])
+    print(f"{'step':<{width}} {'passed':>7} {'failed':>7} {'skipped':>8}  exit")
     for i in range(0, len(rest), 3):
         name, kind, rc = rest[i], rest[i + 1], int(rest[i + 2])
         try:
@@ -97,14 +98,15 @@ def main(argv):
             f_ = 1
         if f_:
             failed_logs.append((name, text))
-        print(f"{name:<16} {p:>7} {f_:>7} {s:>8}  {rc}")
+        print(f"{name:<{width}} {p:>7} {f_:>7} {s:>8}  {rc}")
         for j, v in enumerate((p, f_, s)):
             total[j] += v
     for name, text in failed_logs:
         print(f"{name} failed ({os.path.join(logdir, name + '.log')}):")
         for line in failure_lines(text) or ["(its log names no failure; see the log)"]:
             print(f"  {line[:160]}")
-    print(f"total: {total[0]} passed, {total[1]} failed, {total[2]} skipped")
+    # The last line, in the form CI reads: "N passed, N failed, N skipped".
+    print(f"{total[0]} passed, {total[1]} failed, {total[2]} skipped")
     return 1 if total[1] else 0
 
 

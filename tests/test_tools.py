@@ -146,7 +146,7 @@ class SummaryTest(unittest.TestCase):
                                 "bad", "ktap", "1"], cwd=TOP, capture_output=True, text=True)
         lines = r.stdout.splitlines()
         self.assertEqual(r.returncode, 1)
-        self.assertEqual(lines[-1], "total: 2 passed, 1 failed, 0 skipped")
+        self.assertEqual(lines[-1], "2 passed, 1 failed, 0 skipped")
         self.assertTrue(lines[-3].startswith("bad failed ("))
         self.assertEqual(lines[-2], "  not ok 2 the token was not consumed")
 
