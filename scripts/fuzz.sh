@@ -34,7 +34,7 @@ for v in CALLS:"$calls" ROUNDS:"$rounds" JOBS:"$JOBS"; do
 	[[ ${v#*:} =~ ^[0-9]+$ ]] || die "${v%%:*}=${v#*:} is not a number"
 done
 [[ $seed =~ ^[0-9a-fA-F]{1,16}$ ]] || die "SEED=$seed is not a 64-bit hex number"
-[ "$JOBS" -ge 1 ] || die "JOBS=0: at least one VM"
+[ "$JOBS" -ge 1 ] || die "JOBS=$JOBS: at least one VM"
 out=$EMU_OUT/fuzz
 
 "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"

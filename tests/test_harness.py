@@ -83,6 +83,15 @@ class BadInputTest(unittest.TestCase):
         self.assertEqual(kconfig(), ["KCONFIG = debug"])
         self.assertEqual(kconfig("KCONFIG="), ["KCONFIG = "])
 
+    def test_fuzz_numbers(self):
+        # Checked before anything is built or booted.
+        for var, value in (("JOBS", "two"), ("CALLS", "1e5"), ("ROUNDS", "-1"), ("JOBS", "0")):
+            with self.subTest(var=var, value=value):
+                r = run("scripts/fuzz.sh", "arm64", env={var: value})
+                self.assert_error(r, f"{var}={value}")
+        self.assert_error(run("scripts/fuzz.sh", "arm64", env={"SEED": "0xnothex"}),
+                          "SEED=nothex is not a 64-bit hex number")
+
     def test_unknown_trace_script(self):
         self.assert_error(run("scripts/trace.sh", "arm64", "qemu", "nosuch"),
                           "no trace script trace/nosuch.bt")
