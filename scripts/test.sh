@@ -29,11 +29,14 @@ run_step() {
 	msg "== $name"
 	"$@" >"$LOG/$name.log" 2>&1 || rc=$?
 	steps+=("$name" "$kind" "$rc")
-	msg "   $name: exit $rc in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s (log: $LOG/$name.log)"
+	msg "   $name: exit $rc in $(elapsed "$t0") s (log: $LOG/$name.log)"
 }
 
-# The series first: it fetches the kernel tree, which the lint (checkpatch.pl)
-# and some harness tests use.
+# The toolbox first: every later step runs its tools, and on a fresh cache a
+# unit test would otherwise wait for it to be made.  Then the series: it
+# fetches the kernel tree, which the lint (checkpatch.pl) and some harness
+# tests use.
+run_step toolbox build scripts/toolbox.sh
 run_step series ktap scripts/check-series.sh
 run_step unit unittest python3 -m unittest discover -s tests -t . -v
 run_step lint ktap scripts/lint.sh
@@ -45,8 +48,8 @@ for a in $arches; do
 	a=$(shstk_arch "$a")
 	# The kernel build is its own step: a broken build is named as such.
 	run_step "kernel-$a" build scripts/build-kernel.sh "$a"
+	arch_vars "$a"
 	for emu in $(emus_for "$a"); do
-		arch_vars "$a"
 		emu_vars "$emu"
 		tag=$a
 		[ "$emu" = qemu ] || tag=$a-$emu

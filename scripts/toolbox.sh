@@ -38,6 +38,18 @@ stamp=$ROOT/.shstk-toolbox
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 	exit 0
 fi
+# One maker at a time: every tool call comes through here, and on a fresh
+# cache several may at once (make test's steps, two arches side by side).
+# The others wait for the lock, then find the toolbox made.
+mkdir -p "$TB"
+exec 8>"$TB/lock"
+if ! flock -n 8; then
+	msg "waiting for another toolbox.sh to finish making the toolbox"
+	flock 8
+fi
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+	exit 0
+fi
 
 command -v debootstrap >/dev/null || {
 	msg "installing debootstrap on the host (apt-get)"
