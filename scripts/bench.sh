@@ -31,7 +31,6 @@ median() {
 	case "$v" in "") echo n/a && return ;; *failed* | *None*) echo failed && return ;; esac
 	sort -n <<<"$v" | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "n/a" }'
 }
-since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }'; }
 
 # Wall time in seconds of a command run $1 times: the median, or "failed"
 # (its output is in bench.log) if any run fails.
@@ -42,7 +41,7 @@ timed() {
 	for ((i = 0; i < n; i++)); do
 		t0=$EPOCHREALTIME
 		"$@" >>"$log" 2>&1 || { echo failed; return 0; }
-		since "$t0"
+		elapsed "$t0"
 	done | median
 }
 
@@ -60,15 +59,15 @@ first_output() {
 
 # A one-line change to kernel/fork.c, built; then taken back and built again.
 incremental() {
-	local arch=$1 fork=$SHSTK_CACHE/src/linux/kernel/fork.c i t0
+	local arch=$1 fork=$SHSTK_PATCHED_SRC/kernel/fork.c i t0
 	"$SHSTK_TOP/scripts/build-kernel.sh" "$arch" >>"$log" 2>&1 || die "the $arch kernel does not build; see $log"
 	msg "timing $runs one-line rebuilds of the $arch kernel"
 	for ((i = 0; i < runs; i++)); do
 		echo "/* shstk-lab bench $i */" >>"$fork"
 		t0=$EPOCHREALTIME
 		"$SHSTK_TOP/scripts/build-kernel.sh" "$arch" >>"$log" 2>&1 || echo failed
-		since "$t0"
-		git -C "$SHSTK_CACHE/src/linux" checkout -q -- kernel/fork.c
+		elapsed "$t0"
+		git -C "$SHSTK_PATCHED_SRC" checkout -q -- kernel/fork.c
 	done | median
 	"$SHSTK_TOP/scripts/build-kernel.sh" "$arch" >>"$log" 2>&1
 }
@@ -82,7 +81,7 @@ cold() {
 	msg "timing a cold build of the $1 kernel (several minutes)"
 	t0=$EPOCHREALTIME
 	if SHSTK_BUILD_DIR=$dir "$SHSTK_TOP/scripts/build-kernel.sh" "$1" >>"$log" 2>&1; then
-		t=$(since "$t0")
+		t=$(elapsed "$t0")
 	else
 		t=failed
 	fi
@@ -110,7 +109,7 @@ vng_ratio() {
 			</dev/null >"$SHSTK_OUT/vng.out" 2>&1 || true
 		cat "$SHSTK_OUT/vng.out" >>"$log"
 		grep -q '^# totals: pass:[1-9][0-9]* fail:0' "$SHSTK_OUT/vng.out" || { echo failed; break; }
-		since "$t0"
+		elapsed "$t0"
 	done | median)
 	case "$ours $theirs" in
 	*failed*) echo "shstk-lab $ours s, virtme-ng $theirs s (see $log) | - | - |" ;;

@@ -40,36 +40,46 @@ emu_command
 # the progress lines of long ones.
 # tail --pid ends with this script, whatever happens to it.
 # The first program's start is also timed (vm.json "first_output").
+# Its messages go to a saved copy of stderr, and its own stderr nowhere, so
+# the shell's "Terminated" when cleanup stops it never shows.
+exec {msg_fd}>&2
 follow() {
 	tail -n +1 -F --pid=$$ "$OUT/guest.out" 2>/dev/null | while read -r line; do
 		line=${line%$'\r'}	# a serial line ends in CR LF
 		case "$line" in
 		"SHSTK-LAB BEGIN "*)
 			[ -f "$OUT/first-output" ] || echo "$EPOCHREALTIME" >"$OUT/first-output"
-			msg "guest: running ${line#SHSTK-LAB BEGIN }"
+			msg "guest: running ${line#SHSTK-LAB BEGIN }" 2>&"$msg_fd"
 			;;
-		"SHSTK-LAB END "*) msg "guest: ${line#SHSTK-LAB END }" ;;
+		"SHSTK-LAB END "*) msg "guest: ${line#SHSTK-LAB END }" 2>&"$msg_fd" ;;
 		# A long program's own progress lines (make fuzz).
-		"# progress: "*) msg "guest: ${line#\# }" ;;
+		"# progress: "*) msg "guest: ${line#\# }" 2>&"$msg_fd" ;;
 		esac
 	done
 }
-follow &
+follow 2>/dev/null &
 follower=$!
 emu_pid=
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
 	if [ -n "$emu_pid" ]; then
-		kill "$emu_pid" 2>/dev/null || true
+		# timeout passes the TERM on to the emulator.  Never a bare wait:
+		# an emulator that ignores TERM must not keep this script alive.
+		kill -TERM "$emu_pid" 2>/dev/null || true
+		for _ in $(seq 20); do
+			kill -0 "$emu_pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$emu_pid" 2>/dev/null || true
 		wait "$emu_pid" 2>/dev/null || true
 	fi
 	# Whatever a signal did to the wrappers, no emulator of this run (the
 	# backend's EMU_MATCH: a file under $OUT on its command line) outlives
 	# the script.
-	for _ in 1 2 3 4 5 6 7 8 9 10; do
+	for _ in $(seq 10); do
 		pgrep -f -- "$EMU_MATCH" >/dev/null || break
 		pkill -f -- "$EMU_MATCH" 2>/dev/null || true
-		sleep 0.5
+		sleep 0.2
 	done
 	pkill -9 -f -- "$EMU_MATCH" 2>/dev/null || true
 	{
@@ -79,7 +89,11 @@ cleanup() {
 	} 2>/dev/null
 }
 trap cleanup EXIT
-trap 'msg "interrupted"; exit 130' INT TERM
+# INT reaches this script only when a user runs it in the foreground: as a
+# background child of another script it starts with SIGINT ignored, and its
+# parent passes a Ctrl-C on as TERM (lib.sh, start_child).
+trap 'msg "interrupted"; exit 130' INT
+trap 'msg "stopped (TERM)"; exit 143' TERM
 
 t0=$EPOCHREALTIME
 rc=0

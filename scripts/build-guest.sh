@@ -27,7 +27,7 @@ elif [ -n "${1:-}" ]; then
 	suite=$1
 fi
 
-SRC=$SHSTK_CACHE/src/linux
+SRC=$SHSTK_PATCHED_SRC
 SEL=$SRC/tools/testing/selftests
 GUEST=$SHSTK_CACHE/guest/$ARCH
 HDR=$KBUILD_DIR/usr/include

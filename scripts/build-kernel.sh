@@ -6,6 +6,9 @@
 #
 #   scripts/build-kernel.sh [x86_64|arm64]
 #   SHSTK_KCONFIG_VARIANT=debug scripts/build-kernel.sh arm64   (KASAN etc.)
+#   scripts/build-kernel.sh ARCH --headers   only the configuration and the
+#       exported headers (usr/include), which the guest programs need: a
+#       run on another kernel (BASELINE, debug) builds no second kernel
 #
 # Produces, in $SHSTK_CACHE/build/<arch>[-variant]/: the boot image, vmlinux,
 # vmlinux-gdb.py and shstk-build.txt (what was built from what).
@@ -14,6 +17,12 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 arch_vars "${1:-}"
+headers_only=
+case "${2:-}" in
+"") ;;
+--headers) headers_only=1 ;;
+*) die "unknown option '$2' (--headers or nothing)" ;;
+esac
 "$SHSTK_TOP/scripts/kernel-source.sh"
 SRC=$SHSTK_SRC
 CONF=$SHSTK_TOP/config/kernel
@@ -74,6 +83,13 @@ if [ ! -f "$KBUILD_DIR/.config" ] || [ "$(cat "$KBUILD_DIR/.shstk-config" 2>/dev
 	echo "$frag_hash" >"$KBUILD_DIR/.shstk-config"
 fi
 
+if [ -n "$headers_only" ]; then
+	kmake -s headers >"$KBUILD_DIR/headers.log" 2>&1 ||
+		die "making the $ARCH kernel headers failed; see $KBUILD_DIR/headers.log"
+	msg "$ARCH kernel headers -> $KBUILD_DIR/usr/include"
+	exit 0
+fi
+
 # Progress: make's own one-line-per-object output goes to the log; the
 # terminal gets a line every 500 objects and the errors.
 build() {
@@ -93,8 +109,7 @@ cold=incremental
 tb0=$EPOCHREALTIME
 step "building $ARCH kernel in $KBUILD_DIR" build
 # Every build's wall time, for make bench.
-printf '%s %s %.0f\n' "$(date -u +%FT%TZ)" "$cold" \
-	"$(awk -v a="$tb0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" >>"$KBUILD_DIR/shstk-build-times"
+printf '%s %s %.0f\n' "$(date -u +%FT%TZ)" "$cold" "$(elapsed "$tb0")" >>"$KBUILD_DIR/shstk-build-times"
 
 release=$(kmake -s kernelrelease)
 {

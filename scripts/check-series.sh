@@ -10,15 +10,16 @@ set -euo pipefail
 
 "$SHSTK_TOP/scripts/kernel-source.sh" --check >&2
 AM=$SHSTK_CACHE/src/linux-am
-mapfile -t patches < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$SHSTK_TOP/patches/series")
+mapfile -t patches < <(series_list "$SHSTK_TOP/patches/series")
 echo "KTAP version 1"
 echo "1..$((${#patches[@]} + 1))"
-echo "ok 1 series applies with git am onto $(cat "$SHSTK_CACHE/src/linux/.shstk-kernel-version")"
+echo "ok 1 series applies with git am onto $(cat "$SHSTK_PATCHED_SRC/.shstk-kernel-version")"
 n=1 rc=0
 for p in "${patches[@]}"; do
 	n=$((n + 1))
-	report=$("$AM/scripts/checkpatch.pl" --strict --no-tree --no-summary -q "$SHSTK_TOP/patches/$p" 2>&1 || true)
-	summary=$("$AM/scripts/checkpatch.pl" --strict --no-tree -q "$SHSTK_TOP/patches/$p" 2>&1 | tail -n1 || true)
+	# One run: the findings, then its "total: ..." line.
+	report=$("$AM/scripts/checkpatch.pl" --strict --no-tree -q "$SHSTK_TOP/patches/$p" 2>&1 || true)
+	summary=$(grep -m1 '^total:' <<<"$report" || true)
 	grep -E '^(ERROR|WARNING|CHECK):' <<<"$report" | sed 's/^/# /' || true
 	if grep -q '^ERROR:' <<<"$report"; then
 		echo "not ok $n checkpatch $p: $summary"

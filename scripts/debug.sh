@@ -18,19 +18,22 @@ emu_vars "${2:-}"
 OUT=$EMU_OUT/debug
 PROG=${3:-}
 
-"$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
 if [ -n "$PROG" ]; then
-	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" --prog "$PROG")
+	build_kernel_and_guest --prog "$PROG"
 	prog=$(readlink -f "$PROG")
 else
-	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" gdb)
+	build_kernel_and_guest gdb
 	prog=$SHSTK_CACHE/guest/$ARCH/bin/shstk_gdb
 fi
 comm=$(basename "$prog" | cut -c1-15)
 mkdir -p "$OUT"
 
-trap stop_vm EXIT
-start_paused_vm "$EMU" "$OUT" "$image" "${SHSTK_DEBUG_TIMEOUT:-3600}"
+# gdb runs in the foreground: the terminal, and a Ctrl-C (which interrupts
+# the guest), are gdb's.  A TERM to this script runs the EXIT trap at once
+# (bash waits for no foreground child when it has no TERM trap): it stops
+# the VM, then gdb, the script's only other child.
+trap 'stop_vm; pkill -TERM -P $$ 2>/dev/null || true' EXIT
+start_paused_vm "$EMU" "$OUT" "$GUEST_IMAGE" "${SHSTK_DEBUG_TIMEOUT:-3600}"
 msg "$EMU paused on 127.0.0.1:$GDB_PORT; console log: $OUT/console.log"
 export_gdb_env "$prog"
 rc=0

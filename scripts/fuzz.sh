@@ -37,57 +37,50 @@ done
 [ "$JOBS" -ge 1 ] || die "JOBS=$JOBS: at least one VM"
 out=$EMU_OUT/fuzz
 
-"$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
-image=$(SHSTK_KCONFIG_VARIANT='' SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" fuzz)
-msg "fuzzing $ARCH/$EMU (kernel: ${SHSTK_KCONFIG_VARIANT:-default}) with seed 0x$seed: $calls calls, $rounds race rounds, $JOBS VM(s)"
+# A step's results come from this run or from nowhere, even if a build
+# below fails.
 rm -rf "$out"
+build_kernel_and_guest fuzz
+msg "fuzzing $ARCH/$EMU (kernel: ${SHSTK_KCONFIG_VARIANT:-default}) with seed 0x$seed: $calls calls, $rounds race rounds, $JOBS VM(s)"
 mkdir -p "$out"
 
 # VM i runs its share with seed + i: each VM's own seed, printed here and in
 # its log, reproduces it alone (SEED= that seed, JOBS=1, CALLS= its share).
-pids=()
 vm_seed() { printf '%x' $((0x$seed + $1)); }
-# shellcheck disable=SC2317  # called by the traps
-stop_vms() {
-	local p
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap 'stop_vms; exit 143' TERM
-trap 'stop_vms; exit 130' INT
+vm_dirs=()
 t0=$EPOCHREALTIME
 for ((i = 0; i < JOBS; i++)); do
 	n=$((calls / JOBS + (i < calls % JOBS))) r=$((rounds / JOBS + (i < rounds % JOBS)))
+	vm_dirs+=("$out/vm$i")
 	[ "$JOBS" -eq 1 ] || msg "vm$i: seed 0x$(vm_seed "$i"), $n calls, $r race rounds; logs in $out/vm$i"
-	vm=("$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" "$out/vm$i"
+	vm=("$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out/vm$i"
 		"${SHSTK_FUZZ_TIMEOUT:-5400}" "SHSTK_SEED=0x$(vm_seed "$i") SHSTK_FUZZ_CALLS=$n SHSTK_FUZZ_ROUNDS=$r")
-	# $! is boot-vm.sh itself (the traps signal it); with several VMs each
-	# one's messages carry its name.
+	# With several VMs each one's messages carry its name.
 	if [ "$JOBS" -eq 1 ]; then
-		"${vm[@]}" &
+		start_child "${vm[@]}"
 	else
-		"${vm[@]}" > >(sed -u "s/^/[vm$i] /") 2>&1 &
+		start_child "${vm[@]}" > >(sed -u "s/^/[vm$i] /") 2>&1
 	fi
-	pids+=("$!")
 done
-for p in "${pids[@]}"; do wait "$p" || true; done
-trap - TERM INT
+wait_children || true
 
 rc=0
-for ((i = 0; i < JOBS; i++)); do
-	PYTHONPATH=$SHSTK_TOP python3 -m checks.report "$out/vm$i" || rc=$?
-	# A kernel with kmemleak must show that the end-of-run scan happened: a
-	# clean console alone could also mean the scan never ran.
-	if grep -q '^CONFIG_DEBUG_KMEMLEAK=y' "$KBUILD_DIR/.config"; then
-		if line=$(grep -a -m1 'shstk-lab: kmemleak scan:' "$out/vm$i/console.log"); then
-			msg "vm$i: ${line#shstk-lab: }"
-		else
-			msg "FAIL: vm$i: the kernel has kmemleak, but the guest never reported its scan"
-			rc=1
-		fi
+# A kernel with kmemleak must show that the end-of-run scan happened: a
+# clean console alone could also mean the scan never ran.
+kmemleak=no
+! grep -q '^CONFIG_DEBUG_KMEMLEAK=y' "$KBUILD_DIR/.config" || kmemleak=yes
+for dir in "${vm_dirs[@]}"; do
+	name=$(basename "$dir")
+	PYTHONPATH=$SHSTK_TOP python3 -m checks.report "$dir" || rc=$?
+	[ "$kmemleak" = yes ] || continue
+	if line=$(grep -a -m1 'shstk-lab: kmemleak scan:' "$dir/console.log"); then
+		msg "$name: ${line#shstk-lab: }"
+	else
+		msg "FAIL: $name: the kernel has kmemleak, but the guest never reported its scan"
+		rc=1
 	fi
 done
 # One results.json for the whole run (what make test counts).
-PYTHONPATH=$SHSTK_TOP python3 -m checks.report --merge "$out" "$out"/vm* || rc=1
-msg "fuzz $ARCH/$EMU: seed 0x$seed, $calls calls, $rounds race rounds on $JOBS VM(s), $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s"
+PYTHONPATH=$SHSTK_TOP python3 -m checks.report --merge "$out" "${vm_dirs[@]}" || rc=1
+msg "fuzz $ARCH/$EMU: seed 0x$seed, $calls calls, $rounds race rounds on $JOBS VM(s), $(elapsed "$t0") s"
 exit "$rc"

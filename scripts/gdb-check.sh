@@ -17,21 +17,23 @@ emu_vars "${2:-}"
 OUT=$EMU_OUT/gdb
 GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-120}
 
-"$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
-image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" gdb)
-prog=$SHSTK_CACHE/guest/$ARCH/bin/shstk_gdb
 mkdir -p "$OUT"
 rm -f "$OUT/gdb-steps.jsonl" "$OUT/gdb.log"
+build_kernel_and_guest gdb
+prog=$SHSTK_CACHE/guest/$ARCH/bin/shstk_gdb
 
 trap stop_vm EXIT
-trap 'msg "interrupted"; exit 130' INT TERM
+trap 'msg "interrupted"; exit 130' INT
+trap 'msg "stopped (TERM)"; exit 143' TERM
 
 t0=$EPOCHREALTIME
-start_paused_vm "$EMU" "$OUT" "$image" "$((GDB_TIMEOUT + 30))"
+start_paused_vm "$EMU" "$OUT" "$GUEST_IMAGE" "$((GDB_TIMEOUT + 30))"
 msg "gdb attached to $EMU on 127.0.0.1:$GDB_PORT; step log $OUT/gdb-steps.jsonl"
 export_gdb_env "$prog"
 rc=0
-SHSTK_STEPS=$OUT/gdb-steps.jsonl tb timeout -k 5 "$GDB_TIMEOUT" gdb-multiarch -q -batch -nx \
+# gdb as a child to stop on TERM or INT (lib.sh): in the foreground, bash
+# would run no trap until gdb ended by itself.
+SHSTK_STEPS=$OUT/gdb-steps.jsonl run_child tb timeout -k 5 "$GDB_TIMEOUT" gdb-multiarch -q -batch -nx \
 	-x "$SHSTK_TOP/gdb/check_clone3.py" >"$OUT/gdb.log" 2>&1 || rc=$?
 grep '^\[gdb-check\]' "$OUT/gdb.log" >&2 || true
 if [ "$rc" -eq 0 ]; then
@@ -43,5 +45,5 @@ else
 	msg "gdb failed (exit $rc); stopping the VM (see $OUT/gdb.log)"
 	stop_vm
 fi
-msg "gdb-check $ARCH: $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+msg "gdb-check $ARCH: $(elapsed "$t0") s"
 PYTHONPATH=$SHSTK_TOP python3 -m checks.gdbsteps "$OUT" "$ARCH" "$rc"

@@ -14,7 +14,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-SRC=$SHSTK_CACHE/src/linux
+SRC=$SHSTK_PATCHED_SRC
 AM=$SHSTK_CACHE/src/linux-am
 DL=$SHSTK_CACHE/downloads
 PATCHES=$SHSTK_TOP/patches
@@ -48,16 +48,13 @@ fetch_and_unpack() {
 	echo "$SHSTK_KERNEL_PKG $version" >"$SRC/.shstk-kernel-version"
 }
 
-series_list() {
-	[ -f "$PATCHES/series" ] || die "patches/series is missing"
-	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/series"
-}
+series() { series_list "$PATCHES/series"; }
 
 # Names and contents only: the same series from another clone (CI's) is the
 # same series.
 series_hash() {
 	local p
-	series_list | while read -r p; do
+	series | while read -r p; do
 		[ -f "$PATCHES/$p" ] || die "patches/series names $p, which does not exist"
 		echo "$p $(sha256sum <"$PATCHES/$p")"
 	done | sha256sum | cut -c1-16
@@ -72,7 +69,7 @@ apply_series() {
 	git -C "$AM" am --abort >/dev/null 2>&1 || true
 	git -C "$AM" reset -q --hard shstk-base
 	git -C "$AM" clean -qfd
-	total=$(series_list | wc -l)
+	total=$(series | wc -l)
 	while read -r p; do
 		n=$((n + 1))
 		if ! git -C "$AM" -c user.name=shstk-lab -c user.email=shstk-lab@localhost \
@@ -81,7 +78,7 @@ apply_series() {
 			git -C "$AM" am --abort >/dev/null 2>&1 || true
 			die "patch $n/$total ($p) does not apply to $(cat "$SRC/.shstk-kernel-version")"
 		fi
-	done < <(series_list)
+	done < <(series)
 	msg "applied $n patches"
 }
 

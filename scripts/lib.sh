@@ -17,9 +17,13 @@ SHSTK_KERNEL_SUITE=${SHSTK_KERNEL_SUITE:-trixie-backports}
 # SHSTK_BASELINE=1 builds and boots the pristine kernel, without the series,
 # for A/B comparisons (make run BASELINE=1).  Its tree and builds are apart.
 SHSTK_BASELINE=${SHSTK_BASELINE:-}
-SHSTK_SRC=$SHSTK_CACHE/src/linux${SHSTK_BASELINE:+-base}
+# The kernel tree with the series applied (kernel-source.sh keeps it), and
+# the tree this run builds: the same one, or the pristine one for BASELINE.
+SHSTK_PATCHED_SRC=$SHSTK_CACHE/src/linux
+SHSTK_SRC=$SHSTK_PATCHED_SRC${SHSTK_BASELINE:+-base}
 
-export SHSTK_TOP SHSTK_CACHE SHSTK_OUT SHSTK_KERNEL_PKG SHSTK_KERNEL_SUITE SHSTK_BASELINE SHSTK_SRC
+export SHSTK_TOP SHSTK_CACHE SHSTK_OUT SHSTK_KERNEL_PKG SHSTK_KERNEL_SUITE SHSTK_BASELINE \
+	SHSTK_PATCHED_SRC SHSTK_SRC
 
 _shstk_prog=$(basename "$0")
 
@@ -40,6 +44,17 @@ step() {
 		return "$rc"
 	fi
 	msg "$what: done in $(($(date +%s) - t0)) s"
+}
+
+# Seconds since T0 (an $EPOCHREALTIME), with one decimal: "took 3.2".
+#   elapsed T0
+elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }'; }
+
+# The patch names a series file lists, in order (comments and blank lines
+# dropped).   series_list FILE
+series_list() {
+	[ -f "$1" ] || die "$1 is missing"
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$1"
 }
 
 # Canonical architecture names: the kernel's ARCH= value, the Debian
@@ -94,6 +109,22 @@ emu_vars() {
 	esac
 }
 
+# The kernel this run boots (after arch_vars: the patched one, or the
+# BASELINE or KCONFIG variant), then the guest image, whose path is set in
+# GUEST_IMAGE.  The guest programs are always built against the patched
+# kernel's headers and selftests, so an A/B or debug-kernel run boots the
+# very same programs; when this run's kernel is another one, only those
+# headers are made for it, not a second kernel.
+#   build_kernel_and_guest SUITE | --prog FILE
+# shellcheck disable=SC2034  # GUEST_IMAGE is for the scripts that source this file
+build_kernel_and_guest() {
+	if [ -n "$SHSTK_BASELINE${SHSTK_KCONFIG_VARIANT:-}" ]; then
+		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH" --headers
+	fi
+	"$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
+	GUEST_IMAGE=$(SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" "$@")
+}
+
 # make in the kernel tree for the current arch (after arch_vars), out of
 # tree, with gcc 14 for target and host programs alike.
 kmake() {
@@ -110,21 +141,59 @@ free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# Run a long child (a VM boot) so that a TERM or INT sent to this script
-# alone reaches it too: bash would otherwise wait for a foreground child
-# before running any trap, and a killed parent would leave it behind.
-#   run_child CMD ARGS...   (returns the child's status)
-run_child() {
-	local pid rc=0
-	"$@" &
-	pid=$!
-	# shellcheck disable=SC2064  # the pid is fixed now
-	trap "kill -TERM $pid 2>/dev/null; wait $pid; exit 143" TERM
-	# shellcheck disable=SC2064
-	trap "kill -INT $pid 2>/dev/null; wait $pid; exit 130" INT
-	wait "$pid" || rc=$?
+# Children that a TERM or INT to this script must stop: a VM boot, gdb, the
+# VMs of make fuzz.  Bash waits for a foreground child before it runs any
+# trap, and a killed parent would leave its children behind, so long
+# children run in the background, recorded here, and the traps below pass a
+# signal on to them.  They always get TERM, even for a Ctrl-C: a
+# non-interactive shell starts its background children with SIGINT ignored,
+# and a shell cannot trap a signal that was ignored when it started, so an
+# INT would never reach boot-vm.sh's trap.
+_shstk_children=()
+
+# shellcheck disable=SC2317  # called by the traps
+_shstk_stop_children() {
+	local status=$1 p
 	trap - TERM INT
+	# $! as well: a signal may come between "CMD &" and its recording.
+	for p in "${_shstk_children[@]}" ${!:+"$!"}; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${_shstk_children[@]}" ${!:+"$!"}; do wait "$p" 2>/dev/null || true; done
+	exit "$status"
+}
+
+# Start CMD ARGS... in the background as a child to stop on TERM or INT;
+# its pid is CHILD_PID.  Redirections given to start_child apply to CMD.
+start_child() {
+	# The script's own traps, put back by wait_children.
+	[ "${#_shstk_children[@]}" -gt 0 ] || _shstk_saved_traps=$(trap -p TERM INT)
+	trap '_shstk_stop_children 143' TERM
+	trap '_shstk_stop_children 130' INT
+	"$@" &
+	CHILD_PID=$!
+	_shstk_children+=("$CHILD_PID")
+}
+
+# Wait for every child start_child started; returns the last non-zero
+# status among them (0 if all succeeded).  The script's own TERM and INT
+# traps, if it had any, are back afterwards.
+wait_children() {
+	local p st rc=0
+	for p in "${_shstk_children[@]}"; do
+		st=0
+		wait "$p" || st=$?
+		[ "$st" -eq 0 ] || rc=$st
+	done
+	_shstk_children=()
+	trap - TERM INT
+	eval "${_shstk_saved_traps:-}"
 	return "$rc"
+}
+
+# Run one long child (a VM boot) so that a TERM or INT to this script stops
+# it too.   run_child CMD ARGS...   (returns the child's status)
+run_child() {
+	start_child "$@"
+	wait_children
 }
 
 # The guest booted paused under the emulator's gdbstub on a free port, for

@@ -12,7 +12,7 @@ cd "$SHSTK_TOP"
 mapfile -t shells < <(git ls-files '*.sh' scripts/tb scripts/apt-local .ci/run | sort -u)
 mapfile -t pys < <(git ls-files '*.py')
 mapfile -t cs < <(git ls-files 'guest/*.c' 'guest/*.h')
-checkpatch=$SHSTK_CACHE/src/linux/scripts/checkpatch.pl
+checkpatch=$SHSTK_PATCHED_SRC/scripts/checkpatch.pl
 
 echo "KTAP version 1"
 echo "1..3"

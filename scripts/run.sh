@@ -33,18 +33,18 @@ elif [ "$mode" = smoke ]; then
 	timeout=${SHSTK_RUN_TIMEOUT:-90}
 fi
 
-"$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
-# The guest is always built against the patched kernel's headers, so that a
-# BASELINE run boots the very same programs on the pristine kernel.
+# A step's results come from this run or from nowhere: a build that fails
+# below must not leave the last run's verdict in place.
+rm -f "$out/results.json" "$out/results.ktap"
 if [ -n "$PROG" ]; then
-	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" --prog "$PROG")
+	build_kernel_and_guest --prog "$PROG"
 else
-	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" "$mode")
+	build_kernel_and_guest "$mode"
 fi
 
 t0=$EPOCHREALTIME
 msg "booting $ARCH under $EMU (timeout $timeout s); logs in $out"
-run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" "$out" "$timeout" || true
+run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out" "$timeout" || true
 
 if [ -n "$PROG" ]; then
 	msg "output of $(basename "$PROG"):"
@@ -52,5 +52,5 @@ if [ -n "$PROG" ]; then
 fi
 rc=0
 PYTHONPATH=$SHSTK_TOP python3 -m checks.report "$out" || rc=$?
-msg "$mode $ARCH/$EMU: $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+msg "$mode $ARCH/$EMU: $(elapsed "$t0") s"
 exit "$rc"

@@ -21,20 +21,20 @@ PROG=${4:-}
 [ -f "$SHSTK_TOP/trace/$script.bt" ] || die "no trace script trace/$script.bt"
 OUT=$EMU_OUT/trace
 
-"$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
-rootfs=$("$SHSTK_TOP/scripts/build-rootfs.sh" "$ARCH")
+rm -f "$EMU_OUT/trace-$script.log"
 if [ -n "$PROG" ]; then
-	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" --prog "$PROG")
+	build_kernel_and_guest --prog "$PROG"
 else
-	image=$(SHSTK_BASELINE='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" trace)
+	build_kernel_and_guest trace
 fi
+rootfs=$("$SHSTK_TOP/scripts/build-rootfs.sh" "$ARCH")
 t0=$EPOCHREALTIME
 msg "booting $ARCH with bpftrace ($script); logs in $OUT"
 export SHSTK_ROOTFS=$rootfs
-run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$image" \
+run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" \
 	"$OUT" "${SHSTK_TRACE_TIMEOUT:-300}" "shstk.trace=$script" || true
 rc=0
 PYTHONPATH=$SHSTK_TOP python3 -m checks.trace "$OUT" "$ARCH" "$script" \
 	"$EMU_OUT/trace-$script.log" "${PROG:+user}" || rc=$?
-msg "trace $ARCH: $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+msg "trace $ARCH: $(elapsed "$t0") s"
 exit "$rc"

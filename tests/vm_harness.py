@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The harness under faults, with real VMs: Ctrl-C in the middle of a run,
-a guest that hangs, two arches at once.  Not picked up by unittest discover
-(the name does not start with "test"): make test runs it once the kernels are
-built, as `python3 -m unittest tests.vm_harness`.
+"""The harness under faults, with real VMs: Ctrl-C or TERM in the middle of
+a run, a guest that hangs, two arches at once.  Not picked up by unittest
+discover (the name does not start with "test"): make test runs it once the
+kernels are built, as `python3 -m unittest tests.vm_harness`;
+scripts/harness-repeat.sh runs each test many times in a row.
 """
 import os
 import signal
@@ -13,41 +14,116 @@ import unittest
 
 from tests.test_harness import TOP, emulators_running, kernel_built, run
 
+# How long a script may take to stop its VM after a signal.
+STOP_SECONDS = 10
+# How long an emulator may take to appear (the build steps are no-ops here).
+START_SECONDS = 120
+# What the guest's init writes once every program has run (guest/init.sh).
+GUEST_DONE = "SHSTK-LAB DONE"
+
+
+def processes_with(tag):
+    """Processes (other than this one) whose command line or environment
+    mentions @tag: the VM, gdb, tail, whatever a run started."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if tag in cmdline or tag in environ:
+            found.append(f"{pid} {cmdline.strip()}")
+    return found
+
 
 @unittest.skipUnless(kernel_built("arm64"), "arm64 kernel not built (make kernel ARCH=arm64)")
 class FaultTest(unittest.TestCase):
-    def interrupt(self, cmd, whole_job):
-        """Start cmd, wait for its emulator, signal it; nothing may be left."""
+    def interrupt(self, cmd, results, whole_job, stdin=subprocess.DEVNULL, also=None):
+        """Start cmd, wait for its emulator (and for a process whose command
+        line has @also), then send a Ctrl-C to the whole job (whole_job) or a
+        TERM to the script alone.  The script must exit within STOP_SECONDS,
+        non-zero, leave nothing running, and its guest must not have
+        finished by itself (results: the run's directory under SHSTK_OUT,
+        where guest.out is)."""
         with tempfile.TemporaryDirectory() as out:
-            p = subprocess.Popen(cmd, cwd=TOP, env=dict(os.environ, SHSTK_OUT=out),
-                                 start_new_session=True,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            deadline = time.time() + 120
-            while time.time() < deadline and not emulators_running(out):
-                time.sleep(0.2)
-            self.assertTrue(emulators_running(out), "the emulator never started")
-            if whole_job:
-                os.killpg(p.pid, signal.SIGINT)     # Ctrl-C: the whole job
-            else:
-                p.terminate()                       # SIGTERM to the script only
-            p.wait(timeout=30)
-            time.sleep(1)
-            self.assertEqual(emulators_running(out), [])
-            self.assertNotEqual(p.returncode, 0)
+            log_path = os.path.join(out, "script.log")
+            with open(log_path, "w") as log:
+                p = subprocess.Popen(cmd, cwd=TOP, env=dict(os.environ, SHSTK_OUT=out),
+                                     start_new_session=True, stdin=stdin,
+                                     stdout=log, stderr=subprocess.STDOUT)
 
-    def test_ctrl_c_leaves_nothing_running(self):
-        self.interrupt(["scripts/run.sh", "run", "arm64"], whole_job=True)
+            def tail():
+                with open(log_path, errors="replace") as f:
+                    return "\n  last lines of its output:\n  " + "\n  ".join(f.read().splitlines()[-12:])
 
-    def test_term_to_the_script_alone_leaves_nothing_running(self):
-        self.interrupt(["scripts/run.sh", "run", "arm64"], whole_job=False)
+            try:
+                def started():
+                    return emulators_running(out) and (
+                        also is None or any(also in line for line in processes_with(out)))
+                deadline = time.monotonic() + START_SECONDS
+                while time.monotonic() < deadline and not started():
+                    self.assertIsNone(p.poll(), "the script ended before its emulator started" + tail())
+                    time.sleep(0.2)
+                self.assertTrue(started(), f"the emulator (and {also}) never started" + tail())
+                t0 = time.monotonic()
+                if whole_job:
+                    os.killpg(p.pid, signal.SIGINT)     # Ctrl-C: the whole job
+                else:
+                    p.terminate()                       # SIGTERM to the script only
+                try:
+                    p.wait(timeout=STOP_SECONDS)
+                except subprocess.TimeoutExpired:
+                    self.fail(f"{cmd[0]} still running {STOP_SECONDS} s after the signal" + tail())
+                took = time.monotonic() - t0
+                what = f"{' '.join(cmd)}, {'Ctrl-C' if whole_job else 'TERM'}, exit {p.returncode} after {took:.1f} s"
+                self.assertNotEqual(p.returncode, 0, what + tail())
+                self.assertEqual(emulators_running(out), [], what + ": emulator left" + tail())
+                self.assertEqual(processes_with(out), [], what + ": processes left" + tail())
+                with open(os.path.join(out, results, "guest.out"), errors="replace") as f:
+                    self.assertNotIn(GUEST_DONE, f.read(),
+                                     what + ": the guest ran to its end, it was not stopped" + tail())
+            finally:
+                # Whatever failed above, nothing of this run outlives the test.
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+                if p.stdin:
+                    p.stdin.close()
+                subprocess.run(["pkill", "-KILL", "-f", out])
+
+    def test_ctrl_c_stops_run(self):
+        self.interrupt(["scripts/run.sh", "run", "arm64"], "arm64", whole_job=True)
+
+    def test_term_stops_run(self):
+        self.interrupt(["scripts/run.sh", "run", "arm64"], "arm64", whole_job=False)
 
     # Bochs too: its command line names no console file, so boot-vm.sh's
     # last resort finds it by the backend's EMU_MATCH (a Bochs once outlived
     # a killed make fuzz when that looked for console.log).
     @unittest.skipUnless(kernel_built("x86_64"), "x86_64 kernel not built")
-    def test_ctrl_c_and_term_leave_no_bochs_running(self):
-        self.interrupt(["scripts/run.sh", "run", "x86_64", "bochs"], whole_job=True)
-        self.interrupt(["scripts/run.sh", "run", "x86_64", "bochs"], whole_job=False)
+    def test_ctrl_c_stops_run_under_bochs(self):
+        self.interrupt(["scripts/run.sh", "run", "x86_64", "bochs"], "x86_64-bochs", whole_job=True)
+
+    @unittest.skipUnless(kernel_built("x86_64"), "x86_64 kernel not built")
+    def test_term_stops_run_under_bochs(self):
+        self.interrupt(["scripts/run.sh", "run", "x86_64", "bochs"], "x86_64-bochs", whole_job=False)
+
+    def test_ctrl_c_stops_trace(self):
+        self.interrupt(["scripts/trace.sh", "arm64"], "arm64/trace", whole_job=True)
+
+    def test_ctrl_c_stops_gdb_check(self):
+        self.interrupt(["scripts/gdb-check.sh", "arm64"], "arm64/gdb", whole_job=True)
+
+    def test_term_stops_debug_and_its_gdb(self):
+        # gdb waits at its prompt on a pipe that stays open; a Ctrl-C would
+        # be gdb's (it interrupts the guest), so only TERM stops make debug.
+        self.interrupt(["scripts/debug.sh", "arm64"], "arm64/debug", whole_job=False,
+                       stdin=subprocess.PIPE, also="gdb-multiarch")
 
     def test_hung_guest_is_a_failure_with_the_log_kept(self):
         # A guest program that never ends: the VM is stopped at the timeout.
