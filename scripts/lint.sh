@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Static checks of the repository's own code: shellcheck on every shell
-# script, a byte-compile of every Python file, and the kernel's checkpatch.pl
-# (file mode) on the guest C code.  KTAP, one line per check.
+# script, a byte-compile of every Python file and pyflakes on them (unused
+# imports and names, undefined names), and the kernel's checkpatch.pl (file
+# mode) on the guest C code.  KTAP, one line per check.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -15,7 +16,7 @@ mapfile -t cs < <(git ls-files 'guest/*.c' 'guest/*.h')
 checkpatch=$SHSTK_PATCHED_SRC/scripts/checkpatch.pl
 
 echo "KTAP version 1"
-echo "1..3"
+echo "1..4"
 rc=0
 if ! command -v shellcheck >/dev/null; then
 	echo "not ok 1 shellcheck # shellcheck is not installed (apt-get install shellcheck)"
@@ -34,22 +35,33 @@ else
 	echo "not ok 2 python3 py_compile"
 	rc=1
 fi
+# Debian's pyflakes3, not pip's: it runs the Python the system has.
+if ! command -v pyflakes3 >/dev/null; then
+	echo "not ok 3 pyflakes # pyflakes3 is not installed (apt-get install pyflakes3)"
+	rc=1
+elif out=$(pyflakes3 "${pys[@]}" 2>&1); then
+	echo "ok 3 pyflakes (${#pys[@]} files)"
+else
+	printf '%s\n' "$out" | sed 's/^/# /'
+	echo "not ok 3 pyflakes"
+	rc=1
+fi
 if [ ! -x "$checkpatch" ]; then
-	echo "ok 3 checkpatch guest C # SKIP no kernel tree yet ($checkpatch)"
+	echo "ok 4 checkpatch guest C # SKIP no kernel tree yet ($checkpatch)"
 # User space, not the kernel: stdint types and plain __attribute__ (there
 # are no u64 or __noreturn here), volatile for memory another process writes,
 # and kselftest-harness style CHECK() macros that return.
 elif out=$("$checkpatch" --no-tree --strict -q --show-types \
 	--ignore PREFER_KERNEL_TYPES,PREFER_DEFINED_ATTRIBUTE_MACRO,VOLATILE,MACRO_WITH_FLOW_CONTROL \
 	-f "${cs[@]}" 2>&1); then
-	echo "ok 3 checkpatch guest C (${#cs[@]} files)"
+	echo "ok 4 checkpatch guest C (${#cs[@]} files)"
 else
 	printf '%s\n' "$out" | sed 's/^/# /'
 	if grep -q '^ERROR' <<<"$out"; then
-		echo "not ok 3 checkpatch guest C"
+		echo "not ok 4 checkpatch guest C"
 		rc=1
 	else
-		echo "ok 3 checkpatch guest C (warnings above)"
+		echo "ok 4 checkpatch guest C (warnings above)"
 	fi
 fi
 exit "$rc"

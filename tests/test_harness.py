@@ -12,7 +12,15 @@ import tempfile
 import unittest
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CACHE = os.environ.get("SHSTK_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "shstk-lab"))
+
+
+def cache_dir(env):
+    """Where the cache is for this environment: as scripts/lib.sh decides."""
+    xdg = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return env.get("SHSTK_CACHE") or os.path.join(xdg, "shstk-lab")
+
+
+CACHE = cache_dir(os.environ)
 SRC = os.path.join(CACHE, "src", "linux")
 IMAGES = {"arm64": "build/arm64/arch/arm64/boot/Image",
           "x86_64": "build/x86_64/arch/x86/boot/bzImage"}
@@ -33,6 +41,18 @@ def emulators_running(tag):
 
 def kernel_built(arch):
     return os.path.exists(os.path.join(CACHE, IMAGES[arch]))
+
+
+class CacheDirTest(unittest.TestCase):
+    def test_same_cache_as_the_scripts(self):
+        # The tests look for the kernels where the scripts put them.
+        for extra in ({}, {"XDG_CACHE_HOME": "/nowhere/xdg"},
+                      {"XDG_CACHE_HOME": "/nowhere/xdg", "SHSTK_CACHE": "/nowhere/shstk"}):
+            env = {k: v for k, v in os.environ.items() if k not in ("SHSTK_CACHE", "XDG_CACHE_HOME")}
+            env.update(extra)
+            r = subprocess.run(["bash", "-c", ". scripts/lib.sh; echo $SHSTK_CACHE"], cwd=TOP,
+                               env=env, capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.stdout.strip(), cache_dir(env), extra)
 
 
 class BadInputTest(unittest.TestCase):
