@@ -84,9 +84,11 @@ def judge_run(vm, console_text, guest_text):
         problems.append("no vm.json: the emulator never ran to the end")
     elif vm.get("timeout"):
         problems.append(f"the guest hung: killed after the timeout ({vm.get('seconds')} s)")
-    elif vm.get("exit") not in (0, None) and not (vm.get("emu") == "bochs" and vm.get("exit") == 1):
-        # Bochs exits 1 on power-off and on panic alike: the console decides.
-        problems.append(f"emulator exit status {vm.get('exit')}")
+    elif vm.get("exit") not in (None, vm.get("poweroff_exit", 0)):
+        # An emulator may exit non-zero on a power-off (Bochs: 1, on a panic
+        # too; the console decides then): vm.json says which status it is.
+        problems.append(f"emulator exit status {vm.get('exit')} "
+                        f"(a power-off exits {vm.get('poweroff_exit', 0)})")
     for kind, line in console.scan(console_text):
         problems.append(f"kernel {kind}: {line}")
     if not done:

@@ -13,18 +13,25 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-ARCH=$(shstk_arch "${1:-}")
-EMU=${2:-qemu}
+arch_vars "${1:-}"
+emu_vars "${2:-}"
 KERNEL=${3:?kernel image}
 INITRD=${4:?initramfs}
 OUT=${5:?output directory}
 TIMEOUT=${6:?timeout in seconds}
 APPEND=${7:-}
-[ -f "$SHSTK_TOP/scripts/emulators/$EMU.sh" ] || die "unknown EMU '$EMU' (use qemu or bochs)"
 [ -f "$KERNEL" ] || die "no kernel image $KERNEL (make kernel ARCH=$ARCH)"
 [ -f "$INITRD" ] || die "no guest image $INITRD"
-# shellcheck source=emulators/qemu.sh
-. "$SHSTK_TOP/scripts/emulators/$EMU.sh"
+
+# The kernel command line, for every emulator: the arch's console, a panic
+# or oops ends the VM at once (the host finds it in console.log), the
+# results channel, what this emulator needs, and why the guest has no
+# shadow stack if it has none (guest programs put it in their SKIP lines).
+KERNEL_CMDLINE="console=$KCONSOLE panic=-1 oops=panic loglevel=5 shstk.out=$EMU_RESULTS_DEV"
+[ -z "$EMU_CMDLINE" ] || KERNEL_CMDLINE+=" $EMU_CMDLINE"
+[ -z "$EMU_NO_SHSTK_WHY" ] || KERNEL_CMDLINE+=" shstk.why=${EMU_NO_SHSTK_WHY// /_}"
+[ -z "${SHSTK_ROOTFS:-}" ] || KERNEL_CMDLINE+=" shstk.rootfs=$EMU_ROOTFS_DEV"
+[ -z "$APPEND" ] || KERNEL_CMDLINE+=" $APPEND"
 
 mkdir -p "$OUT"
 rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json" "$OUT/first-output"
@@ -106,8 +113,11 @@ t1=$EPOCHREALTIME
 sleep 0.2	# let the follower print the last lines
 first=null
 [ ! -s "$OUT/first-output" ] || first=$(awk -v a="$t0" -v b="$(cat "$OUT/first-output")" 'BEGIN { printf "%.2f", b - a }')
-printf '{"arch": "%s", "emu": "%s", "exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s}\n' \
-	"$ARCH" "$EMU" "$rc" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
-	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" >"$OUT/vm.json"
+# The outcome in the emulator's own terms made plain: "poweroff_exit" is
+# the status this emulator gives a guest power-off, so checks/ compares
+# "exit" with it and knows no emulator by name.
+printf '{"arch": "%s", "emu": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "cmdline": "%s"}\n' \
+	"$ARCH" "$EMU" "$rc" "$EMU_POWEROFF_EXIT" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
+	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" "$EMU_SMP" "$KERNEL_CMDLINE" >"$OUT/vm.json"
 [ "$rc" -ne 124 ] || msg "emulator timed out after $TIMEOUT s; console log: $OUT/console.log"
 exit "$rc"

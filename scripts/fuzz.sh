@@ -7,8 +7,8 @@
 #
 #   scripts/fuzz.sh ARCH [EMU]
 #   SEED=  CALLS= (100000)  ROUNDS= (10000)  KCONFIG= (debug; "" for the normal kernel)
-#   JOBS= VMs to split the calls and rounds over (default: 1; under Bochs,
-#         which emulates on one host thread, one per host CPU)
+#   JOBS= VMs to split the calls and rounds over (default: as many as keep
+#         the host's CPUs busy: 1 under QEMU, one per host CPU under Bochs)
 #
 # The verdict: every invariant held, and no KASAN, lockdep, WARN, BUG or
 # kmemleak report in the console log.  Results in out/<arch>[-emu]/fuzz/:
@@ -24,11 +24,12 @@ seed=${SEED:-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')}
 seed=${seed#0x}
 calls=${CALLS:-100000}
 rounds=${ROUNDS:-10000}
-# Bochs emulates on one host thread, so by default the calls and rounds are
-# split over one VM per host CPU; QEMU's two vCPUs already use two.
+# By default, as many VMs as keep the host's CPUs busy: one under QEMU,
+# whose two vCPUs use two host threads; one per CPU under Bochs, which
+# emulates on one (the backend's EMU_HOST_THREADS).
 if [ -z "${JOBS:-}" ]; then
-	JOBS=1
-	[ "$EMU" != bochs ] || JOBS=$(nproc)
+	JOBS=$(($(nproc) / EMU_HOST_THREADS))
+	[ "$JOBS" -ge 1 ] || JOBS=1
 fi
 for v in CALLS:"$calls" ROUNDS:"$rounds" JOBS:"$JOBS"; do
 	[[ ${v#*:} =~ ^[0-9]+$ ]] || die "${v%%:*}=${v#*:} is not a number"

@@ -82,6 +82,16 @@ apply_series() {
 	msg "applied $n patches"
 }
 
+# One at a time: two arches built side by side, or make check-series beside
+# a build, would otherwise apply the series in the same scratch worktree
+# ("unable to write index file") or move the tree under each other.
+mkdir -p "$SHSTK_CACHE/src"
+exec 7>"$SHSTK_CACHE/src/kernel-source.lock"
+if ! flock -n 7; then
+	msg "waiting for another kernel-source.sh (the kernel tree is busy)"
+	flock 7
+fi
+
 [ -f "$SRC/.shstk-kernel-version" ] || step "fetching $SHSTK_KERNEL_PKG" fetch_and_unpack
 msg "kernel source: $(cat "$SRC/.shstk-kernel-version")"
 

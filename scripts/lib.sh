@@ -78,6 +78,7 @@ arch_vars() {
 		CROSS_COMPILE=x86_64-linux-gnu-
 		KIMAGE=arch/x86/boot/bzImage
 		KTARGET=bzImage
+		KCONSOLE=ttyS0
 		;;
 	arm64)
 		KARCH=arm64
@@ -85,6 +86,7 @@ arch_vars() {
 		CROSS_COMPILE=aarch64-linux-gnu-
 		KIMAGE=arch/arm64/boot/Image
 		KTARGET=Image
+		KCONSOLE=ttyAMA0
 		;;
 	esac
 	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}${SHSTK_BASELINE:+-base}
@@ -93,20 +95,41 @@ arch_vars() {
 	ARCH_OUT=$SHSTK_OUT/$ARCH${SHSTK_BASELINE:+-base}
 }
 
-# The emulator (after arch_vars): EMU=qemu|bochs, checked, and EMU_OUT, the
-# directory its logs go to (out/<arch> for QEMU, out/<arch>-bochs for Bochs,
+# The emulator (after arch_vars): EMU, a backend in scripts/emulators/
+# (default qemu), checked and loaded with what it declares for this arch
+# (emu_declare: see emulators/qemu.sh), and EMU_OUT, the directory its logs
+# go to (out/<arch> for the default emulator, out/<arch>-<emu> for another,
 # so one never overwrites the other's).
+SHSTK_DEFAULT_EMU=qemu
+
+# The emulator backends there are, the default first.
+emulators() {
+	local f
+	echo "$SHSTK_DEFAULT_EMU"
+	for f in "$SHSTK_TOP"/scripts/emulators/*.sh; do
+		f=$(basename "$f" .sh)
+		[ "$f" = "$SHSTK_DEFAULT_EMU" ] || echo "$f"
+	done
+}
+
+# The backends that emulate ARCH (their emu_declare accepts it).
+emulators_for() {
+	local e
+	for e in $(emulators); do
+		(arch_vars "$1" && emu_vars "$e") >/dev/null 2>&1 && echo "$e"
+	done
+}
 # shellcheck disable=SC2034  # used by the scripts that source this file
 emu_vars() {
-	EMU=${1:-qemu}
-	case "$EMU" in
-	qemu) EMU_OUT=$ARCH_OUT ;;
-	bochs)
-		[ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only (ARCH=$ARCH)"
-		EMU_OUT=$ARCH_OUT-bochs
-		;;
-	*) die "unknown EMU '$EMU' (use qemu or bochs)" ;;
-	esac
+	EMU=${1:-$SHSTK_DEFAULT_EMU}
+	if [[ ! $EMU =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$SHSTK_TOP/scripts/emulators/$EMU.sh" ]; then
+		die "unknown EMU '$EMU' (use $(emulators | paste -sd' ' | sed 's/ / or /g'))"
+	fi
+	# shellcheck source=emulators/qemu.sh
+	. "$SHSTK_TOP/scripts/emulators/$EMU.sh"
+	emu_declare
+	EMU_OUT=$ARCH_OUT
+	[ "$EMU" = "$SHSTK_DEFAULT_EMU" ] || EMU_OUT=$ARCH_OUT-$EMU
 }
 
 # The kernel this run boots (after arch_vars: the patched one, or the
@@ -202,7 +225,7 @@ run_child() {
 start_paused_vm() {
 	local emu=$1
 	shift
-	[ "$emu" != bochs ] || "$SHSTK_TOP/scripts/build-bochs-gdb.sh" >/dev/null
+	! declare -F emu_gdbstub_prepare >/dev/null || emu_gdbstub_prepare
 	GDB_PORT=$(free_port)
 	GDB_PORT=$GDB_PORT "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$emu" "$KBUILD_DIR/$KIMAGE" "$2" \
 		"$1" "$3" >"$1/boot.log" 2>&1 &
@@ -220,9 +243,13 @@ stop_vm() {
 
 # What gdb/shstk/session.py reads: the kernel, its gdb scripts, the guest
 # program and the gdbstub's port.   export_gdb_env PROG
+# The emulator's gdb capabilities go along (after emu_vars), so the gdb
+# scripts ask them and never the emulator's name.
 export_gdb_env() {
 	export SHSTK_VMLINUX=$KBUILD_DIR/vmlinux SHSTK_GDB_SCRIPTS=$KBUILD_DIR/vmlinux-gdb.py
-	export SHSTK_PROG=$1 SHSTK_PORT=$GDB_PORT SHSTK_ARCH=$ARCH SHSTK_EMU=${EMU:-qemu}
+	export SHSTK_PROG=$1 SHSTK_PORT=$GDB_PORT SHSTK_ARCH=$ARCH SHSTK_EMU=$EMU
+	export SHSTK_EMU_BREAKPOINTS=$EMU_BREAKPOINTS SHSTK_EMU_SSP_REGISTER=$EMU_SSP_REGISTER
+	export SHSTK_EMU_NO_SHSTK_WHY=$EMU_NO_SHSTK_WHY
 }
 
 # Wait until something listens on 127.0.0.1:PORT (read from /proc/net/tcp,

@@ -73,11 +73,20 @@ class JudgeRunTest(unittest.TestCase):
         self.assertTrue(any("hung" in p for p in problems))
         self.assertTrue(any("panic" in p for p in problems))
 
-    def test_bochs_exit_1_is_power_off(self):
+    FINISHED = "SHSTK-LAB BEGIN t\n1..1\nok 1 a\nSHSTK-LAB END t rc=0\nSHSTK-LAB DONE\n"
+
+    def test_the_backends_power_off_status_is_no_failure(self):
+        # vm.json says which status a power-off gives (Bochs: 1); report.py
+        # knows no emulator by name.
+        vm = {"arch": "x86_64", "emu": "any", "exit": 1, "poweroff_exit": 1, "timeout": False,
+              "seconds": 11}
+        self.assertEqual(report.judge_run(vm, "", self.FINISHED)[2], [])
+        vm.update(exit=0)
+        self.assertEqual(report.judge_run(vm, "", self.FINISHED)[2],
+                         ["emulator exit status 0 (a power-off exits 1)"])
         vm = {"arch": "x86_64", "emu": "bochs", "exit": 1, "timeout": False, "seconds": 11}
-        _, _, problems = report.judge_run(vm, "", "SHSTK-LAB BEGIN t\n1..1\nok 1 a\n"
-                                          "SHSTK-LAB END t rc=0\nSHSTK-LAB DONE\n")
-        self.assertEqual(problems, [])
+        self.assertEqual(report.judge_run(vm, "", self.FINISHED)[2],
+                         ["emulator exit status 1 (a power-off exits 0)"])
 
     def test_unfinished_guest_fails(self):
         vm = {"arch": "arm64", "emu": "qemu", "exit": 0, "timeout": False, "seconds": 3}

@@ -1,10 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 #
-# The Bochs command line and configuration: the one place that decides them.
-# Same interface as qemu.sh (KERNEL, INITRD, APPEND, OUT, ARCH in;
-# emu_prepare makes the boot medium, emu_command fills EMU_CMD; EMU_MATCH is
-# what only this run's Bochs has on its command line).
+# The Bochs backend: what Bochs can do, its configuration and command line;
+# the one place that decides them.  The interface is described in qemu.sh.
 #
 # Bochs is here because it emulates x86 CET and QEMU (TCG) does not: with it
 # the x86 token path runs for real.  Debian trixie's Bochs 3.0 is the one that
@@ -25,6 +23,11 @@
 #  - com1 is the console, com2 the results channel (/dev/ttyS1 in the guest).
 #  - clock sync=none, ips=100M: as fast as it goes; the guest clock runs slow.
 #  - Bochs exits 1 on power-off and on panic alike: checks/ reads the console.
+#  - one CPU, emulated on one host thread: make fuzz runs a VM per host CPU.
+#  - gdb: the gdbstub build matches breakpoints by address only, and gdb
+#    reads code to resolve a function name (to skip an endbr64), which fails
+#    on user addresses not mapped yet: software breakpoints by address.  It
+#    shows no SSP register.
 #  - the bpftrace root filesystem (SHSTK_ROOTFS): Bochs has no virtio, so it
 #    is an ext4 image on the IDE disk ata0-slave, made once from the
 #    directory and kept in the cache.  "mode=volatile" opens the image
@@ -34,8 +37,21 @@
 #    (Bochs builds one or the other), so the Bochs that scripts/build-bochs-gdb.sh
 #    builds from Debian's source runs instead; it waits for gdb at power-on.
 
-# shellcheck disable=SC2034  # read by boot-vm.sh
-EMU_MATCH=$OUT/bochsrc
+# shellcheck disable=SC2034  # read by lib.sh, boot-vm.sh and the gdb scripts
+emu_declare() {
+	[ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only (ARCH=$ARCH)"
+	EMU_SMP=1
+	EMU_HOST_THREADS=1
+	EMU_BREAKPOINTS=software-by-address
+	EMU_SSP_REGISTER=
+	EMU_NO_SHSTK_WHY=
+	EMU_POWEROFF_EXIT=1
+	EMU_RECORD_REPLAY=no
+	EMU_RESULTS_DEV=/dev/ttyS1
+	# libata names the first disk sda (the CD-ROM on ata0-master is sr0).
+	EMU_ROOTFS_DEV=/dev/sda
+	EMU_CMDLINE=nopku
+}
 
 # The root filesystem directory as an ext4 image, remade when the directory
 # is newer.  Sized to whole cylinders of 16 heads x 63 sectors, the geometry
@@ -57,12 +73,9 @@ rootfs_disk() {
 }
 
 emu_prepare() {
-	[ "$ARCH" = x86_64 ] || die "Bochs emulates x86 only"
 	local iso=$OUT/iso disk=
 	if [ -n "${SHSTK_ROOTFS:-}" ]; then
 		disk=$(rootfs_disk "$SHSTK_ROOTFS") || return 1
-		# libata names the first disk sda (the CD-ROM on ata0-master is sr0).
-		APPEND="shstk.rootfs=/dev/sda $APPEND"
 	fi
 	rm -rf "$iso"
 	mkdir -p "$iso/isolinux"
@@ -76,7 +89,7 @@ PROMPT 0
 TIMEOUT 0
 LABEL linux
   KERNEL /bzImage
-  APPEND initrd=/initrd.gz console=ttyS0 nopku panic=-1 oops=panic loglevel=5 shstk.out=/dev/ttyS1 $APPEND
+  APPEND initrd=/initrd.gz $KERNEL_CMDLINE
 CFG
 	tb xorriso -as mkisofs -quiet -o "$OUT/boot.iso" -b isolinux/isolinux.bin -c isolinux/boot.cat \
 		-no-emul-boot -boot-load-size 4 -boot-info-table "$iso" >"$OUT/xorriso.log" 2>&1 || return 1
@@ -108,8 +121,15 @@ RC
 	fi
 }
 
+# Debian's Bochs has no gdbstub: the project builds one (lib.sh
+# start_paused_vm calls this before a paused boot).
+emu_gdbstub_prepare() {
+	"$SHSTK_TOP/scripts/build-bochs-gdb.sh" >/dev/null
+}
+
 emu_command() {
 	# shellcheck disable=SC2034  # read by boot-vm.sh
+	EMU_MATCH=$OUT/bochsrc
 	if [ -n "${GDB_PORT:-}" ]; then
 		EMU_CMD=("$SHSTK_CACHE/bochs-gdb/install/bin/bochs" -q -f "$OUT/bochsrc")
 	else

@@ -1,46 +1,88 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 #
-# The QEMU command line, per architecture: the one place that decides it.
-# Sourced by scripts/boot-vm.sh, which sets KERNEL, INITRD, APPEND, OUT
-# (console.log and guest.out go there) and optionally GDB_PORT, then calls
-# emu_command to fill the EMU_CMD array.  EMU_MATCH is what only this run's
-# emulator has on its command line (boot-vm.sh kills what matches it).
+# The QEMU backend: what QEMU can do, and its command line, per
+# architecture; the one place that decides them.  The interface every
+# backend in this directory implements (lib.sh emu_vars sources it after
+# arch_vars, boot-vm.sh calls the rest):
+#
+#   emu_declare    sets, for $ARCH (dies on an arch it does not emulate):
+#     EMU_SMP             guest CPUs
+#     EMU_HOST_THREADS    host threads those CPUs run on
+#     EMU_BREAKPOINTS     how gdb must break on user code: "hardware"
+#                         (hbreak, by name), or "software-by-address"
+#     EMU_SSP_REGISTER    the gdbstub register with the user shadow stack
+#                         pointer, or "" where the stub shows none
+#     EMU_NO_SHSTK_WHY    why the guest CPU has no user shadow stack here
+#                         ("" when it has one): the guest's SKIP reason
+#     EMU_POWEROFF_EXIT   the emulator's exit status when the guest powers
+#                         off (Bochs: 1, the same as on a panic; the console
+#                         log decides then)
+#     EMU_RECORD_REPLAY   "yes" if it can record and replay a run
+#     EMU_RESULTS_DEV     the guest's device for the results channel
+#     EMU_ROOTFS_DEV      what the guest mounts the bpftrace root filesystem
+#                         from (guest/init.sh shstk.rootfs=)
+#     EMU_CMDLINE         kernel parameters this emulator needs
+#   emu_prepare    (optional) makes the boot medium, once OUT is set
+#   emu_command    fills EMU_CMD (the command line) and EMU_MATCH (a string
+#                  only this run's emulator has on its command line: what
+#                  boot-vm.sh's last-resort cleanup kills), from KERNEL,
+#                  INITRD, KERNEL_CMDLINE, OUT and optionally GDB_PORT and
+#                  SHSTK_ROOTFS
 #
 # Why these settings:
 #  - arm64 "-M virt -cpu max" is the only way to get FEAT_GCS (QEMU >= 10.2).
-#  - x86_64 "-cpu max": TCG has no CET, so the guest has no user shadow stack;
-#    shstk.why= lets guest programs say so in their SKIP lines.
-#  - two CPUs so the token race in the guest suite really races.
+#  - x86_64 "-cpu max": TCG has no CET, so the guest has no user shadow stack.
+#  - two CPUs so the token race in the guest suite really races; QEMU runs
+#    them on a host thread each (MTTCG).
 #  - the console goes to a file; test results go to a second channel (a
 #    virtio console, /dev/hvc0 in the guest) so kernel messages can never
 #    interleave with KTAP.
-#  - "-no-reboot" and "panic=-1": a panic ends QEMU at once instead of
-#    hanging until the timeout; the host finds the panic in console.log.
+#  - "-no-reboot" (and "panic=-1" in boot-vm.sh): a panic ends QEMU at once
+#    instead of hanging until the timeout; the host finds the panic in
+#    console.log.
+#  - gdb: QEMU's gdbstub resolves names and takes hardware breakpoints on
+#    user addresses; arm64's GCSPR_EL0 is in its system-register feature.
 
-# shellcheck disable=SC2034  # read by boot-vm.sh
-EMU_MATCH=$OUT/console.log
-
-emu_command() {
-	local common_append="panic=-1 oops=panic loglevel=5 shstk.out=/dev/hvc0"
-	# Tells the guest's init where the bpftrace root filesystem is.
-	[ -z "${SHSTK_ROOTFS:-}" ] || common_append+=" shstk.rootfs=9p"
+# shellcheck disable=SC2034  # read by lib.sh, boot-vm.sh and the gdb scripts
+emu_declare() {
+	EMU_SMP=2
+	EMU_HOST_THREADS=2
+	EMU_BREAKPOINTS=hardware
+	EMU_POWEROFF_EXIT=0
+	EMU_RECORD_REPLAY=yes
+	EMU_RESULTS_DEV=/dev/hvc0
+	EMU_ROOTFS_DEV=9p
+	EMU_CMDLINE=
 	case "$ARCH" in
 	arm64)
-		EMU_CMD=(qemu-system-aarch64 -M virt -cpu max -smp 2 -m 1G
-			-kernel "$KERNEL" -initrd "$INITRD"
-			-append "console=ttyAMA0 $common_append $APPEND"
+		EMU_SSP_REGISTER=GCSPR_EL0
+		EMU_NO_SHSTK_WHY=
+		;;
+	x86_64)
+		EMU_SSP_REGISTER=
+		EMU_NO_SHSTK_WHY="QEMU TCG does not emulate CET"
+		;;
+	*) die "EMU=qemu: no QEMU setup for ARCH=$ARCH" ;;
+	esac
+}
+
+emu_command() {
+	# shellcheck disable=SC2034  # read by boot-vm.sh
+	EMU_MATCH=$OUT/console.log
+	case "$ARCH" in
+	arm64)
+		EMU_CMD=(qemu-system-aarch64 -M virt -cpu max -smp "$EMU_SMP" -m 1G
 			-device virtio-serial-device)
 		;;
 	x86_64)
-		EMU_CMD=(qemu-system-x86_64 -M q35 -cpu max -smp 2 -m 1G
-			-kernel "$KERNEL" -initrd "$INITRD"
-			-append "console=ttyS0 $common_append shstk.why=QEMU_TCG_does_not_emulate_CET $APPEND"
+		EMU_CMD=(qemu-system-x86_64 -M q35 -cpu max -smp "$EMU_SMP" -m 1G
 			-device virtio-serial-pci)
 		;;
 	esac
 	# shellcheck disable=SC2054  # commas inside QEMU option values
-	EMU_CMD+=(-nodefaults -display none -monitor none -no-reboot
+	EMU_CMD+=(-kernel "$KERNEL" -initrd "$INITRD" -append "$KERNEL_CMDLINE"
+		-nodefaults -display none -monitor none -no-reboot
 		-serial "file:$OUT/console.log"
 		-chardev "file,id=results,path=$OUT/guest.out"
 		-device virtconsole,chardev=results)
