@@ -42,10 +42,10 @@ help:
 	@echo "Cache: $${SHSTK_CACHE:-~/.cache/shstk-lab} (set SHSTK_CACHE to move it)"
 
 toolbox:
-	$(S)/toolbox.sh
+	$(S)/tools/toolbox.sh
 
 kernel:
-	@for a in $(ONE_ARCH); do $(S)/build-kernel.sh $$a || exit 1; done
+	@for a in $(ONE_ARCH); do $(S)/build/kernel.sh $$a || exit 1; done
 
 smoke:
 	@rc=0; for a in $(ALL_ARCHES); do $(S)/run.sh smoke $$a $(EMU) || rc=1; done; exit $$rc

@@ -4,7 +4,7 @@
     python3 -m checks.report OUTDIR
     python3 -m checks.report --merge OUTDIR RUNDIR...
 
-OUTDIR holds what scripts/boot-vm.sh left: console.log, guest.out and
+OUTDIR holds what scripts/vm/boot.sh left: console.log, guest.out and
 vm.json.  Writes OUTDIR/results.ktap (one top-level test per guest program,
 its own KTAP nested under it) and OUTDIR/results.json, prints a table, and
 exits 0 only if the VM powered off by itself, the console is clean, the

@@ -60,16 +60,16 @@ first_output() {
 # A one-line change to kernel/fork.c, built; then taken back and built again.
 incremental() {
 	local arch=$1 fork=$SHSTK_PATCHED_SRC/kernel/fork.c i t0
-	"$SHSTK_TOP/scripts/build-kernel.sh" "$arch" >>"$log" 2>&1 || die "the $arch kernel does not build; see $log"
+	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1 || die "the $arch kernel does not build; see $log"
 	msg "timing $runs one-line rebuilds of the $arch kernel"
 	for ((i = 0; i < runs; i++)); do
 		echo "/* shstk-lab bench $i */" >>"$fork"
 		t0=$EPOCHREALTIME
-		"$SHSTK_TOP/scripts/build-kernel.sh" "$arch" >>"$log" 2>&1 || echo failed
+		"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1 || echo failed
 		elapsed "$t0"
 		git -C "$SHSTK_PATCHED_SRC" checkout -q -- kernel/fork.c
 	done | median
-	"$SHSTK_TOP/scripts/build-kernel.sh" "$arch" >>"$log" 2>&1
+	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1
 }
 
 # A cold build of the same configuration in a scratch directory, removed
@@ -80,7 +80,7 @@ cold() {
 	rm -rf "$dir"
 	msg "timing a cold build of the $1 kernel (several minutes)"
 	t0=$EPOCHREALTIME
-	if SHSTK_BUILD_DIR=$dir "$SHSTK_TOP/scripts/build-kernel.sh" "$1" >>"$log" 2>&1; then
+	if SHSTK_BUILD_DIR=$dir "$SHSTK_TOP/scripts/build/kernel.sh" "$1" >>"$log" 2>&1; then
 		t=$(elapsed "$t0")
 	else
 		t=failed
@@ -90,7 +90,7 @@ cold() {
 }
 
 # The same bzImage and the same static smoke program: shstk-lab's boot
-# (boot-vm.sh: QEMU, an initramfs with busybox and the program) against
+# (vm/boot.sh: QEMU, an initramfs with busybox and the program) against
 # virtme-ng's (vng --run: QEMU TCG, the toolbox's own root over 9p/virtiofs).
 # Both timed from command start to exit.  x86_64 only: virtme-ng boots the
 # root filesystem it runs in, and the toolbox is amd64.
@@ -98,9 +98,9 @@ vng_ratio() {
 	local kernel prog image ours theirs i t0 out
 	kernel=$(arch_vars x86_64 && echo "$KBUILD_DIR/$KIMAGE")
 	prog=$SHSTK_CACHE/guest/x86_64/bin/smoke
-	image=$("$SHSTK_TOP/scripts/build-guest.sh" x86_64 smoke 2>>"$log")
+	image=$("$SHSTK_TOP/scripts/build/guest.sh" x86_64 smoke 2>>"$log")
 	out=$SHSTK_OUT/x86_64/bench-smoke
-	ours=$(timed "$((runs + 2))" "$SHSTK_TOP/scripts/boot-vm.sh" x86_64 qemu "$kernel" "$image" "$out" 120)
+	ours=$(timed "$((runs + 2))" "$SHSTK_TOP/scripts/vm/boot.sh" x86_64 qemu "$kernel" "$image" "$out" 120)
 	msg "timing $((runs + 2)) x: vng --run (same kernel, same program)"
 	theirs=$(for ((i = 0; i < runs + 2; i++)); do
 		t0=$EPOCHREALTIME

@@ -8,7 +8,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-"$SHSTK_TOP/scripts/kernel-source.sh" --check >&2
+"$SHSTK_TOP/scripts/build/kernel-source.sh" --check >&2
 AM=$SHSTK_CACHE/src/linux-am
 mapfile -t patches < <(series_list "$SHSTK_TOP/patches/series")
 echo "KTAP version 1"

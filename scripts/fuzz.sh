@@ -54,7 +54,7 @@ for ((i = 0; i < JOBS; i++)); do
 	n=$((calls / JOBS + (i < calls % JOBS))) r=$((rounds / JOBS + (i < rounds % JOBS)))
 	vm_dirs+=("$out/vm$i")
 	[ "$JOBS" -eq 1 ] || msg "vm$i: seed 0x$(vm_seed "$i"), $n calls, $r race rounds; logs in $out/vm$i"
-	vm=("$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out/vm$i"
+	vm=("$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out/vm$i"
 		"${SHSTK_FUZZ_TIMEOUT:-5400}" "SHSTK_SEED=0x$(vm_seed "$i") SHSTK_FUZZ_CALLS=$n SHSTK_FUZZ_ROUNDS=$r")
 	# With several VMs each one's messages carry its name.
 	if [ "$JOBS" -eq 1 ]; then

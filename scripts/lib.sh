@@ -11,13 +11,13 @@ SHSTK_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SHSTK_CACHE=${SHSTK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shstk-lab}
 SHSTK_OUT=${SHSTK_OUT:-$SHSTK_TOP/out}
 # Debian package that provides the kernel source; the exact version used is
-# recorded with every build (see scripts/kernel-source.sh).
+# recorded with every build (see scripts/build/kernel-source.sh).
 SHSTK_KERNEL_PKG=${SHSTK_KERNEL_PKG:-linux-source-7.3}
 SHSTK_KERNEL_SUITE=${SHSTK_KERNEL_SUITE:-trixie-backports}
 # SHSTK_BASELINE=1 builds and boots the pristine kernel, without the series,
 # for A/B comparisons (make run BASELINE=1).  Its tree and builds are apart.
 SHSTK_BASELINE=${SHSTK_BASELINE:-}
-# The kernel tree with the series applied (kernel-source.sh keeps it), and
+# The kernel tree with the series applied (build/kernel-source.sh keeps it), and
 # the tree this run builds: the same one, or the pristine one for BASELINE.
 SHSTK_PATCHED_SRC=$SHSTK_CACHE/src/linux
 SHSTK_SRC=$SHSTK_PATCHED_SRC${SHSTK_BASELINE:+-base}
@@ -25,7 +25,9 @@ SHSTK_SRC=$SHSTK_PATCHED_SRC${SHSTK_BASELINE:+-base}
 export SHSTK_TOP SHSTK_CACHE SHSTK_OUT SHSTK_KERNEL_PKG SHSTK_KERNEL_SUITE SHSTK_BASELINE \
 	SHSTK_PATCHED_SRC SHSTK_SRC
 
-_shstk_prog=$(basename "$0")
+# Messages name their script by its place under scripts/ ("vm/boot.sh").
+_shstk_prog=$(realpath -m --relative-to="$SHSTK_TOP/scripts" -- "$0")
+[[ $_shstk_prog != ../* ]] || _shstk_prog=$(basename "$0")
 
 msg()  { printf '[%s] %s\n' "$_shstk_prog" "$*" >&2; }
 warn() { printf '[%s] warning: %s\n' "$_shstk_prog" "$*" >&2; }
@@ -95,9 +97,9 @@ arch_vars() {
 	ARCH_OUT=$SHSTK_OUT/$ARCH${SHSTK_BASELINE:+-base}
 }
 
-# The emulator (after arch_vars): EMU, a backend in scripts/emulators/
+# The emulator (after arch_vars): EMU, a backend in scripts/vm/emulators/
 # (default qemu), checked and loaded with what it declares for this arch
-# (emu_declare: see emulators/qemu.sh), and EMU_OUT, the directory its logs
+# (emu_declare: see vm/emulators/qemu.sh), and EMU_OUT, the directory its logs
 # go to (out/<arch> for the default emulator, out/<arch>-<emu> for another,
 # so one never overwrites the other's).
 SHSTK_DEFAULT_EMU=qemu
@@ -106,7 +108,7 @@ SHSTK_DEFAULT_EMU=qemu
 emulators() {
 	local f
 	echo "$SHSTK_DEFAULT_EMU"
-	for f in "$SHSTK_TOP"/scripts/emulators/*.sh; do
+	for f in "$SHSTK_TOP"/scripts/vm/emulators/*.sh; do
 		f=$(basename "$f" .sh)
 		[ "$f" = "$SHSTK_DEFAULT_EMU" ] || echo "$f"
 	done
@@ -122,11 +124,11 @@ emulators_for() {
 # shellcheck disable=SC2034  # used by the scripts that source this file
 emu_vars() {
 	EMU=${1:-$SHSTK_DEFAULT_EMU}
-	if [[ ! $EMU =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$SHSTK_TOP/scripts/emulators/$EMU.sh" ]; then
+	if [[ ! $EMU =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$SHSTK_TOP/scripts/vm/emulators/$EMU.sh" ]; then
 		die "unknown EMU '$EMU' (use $(emulators | paste -sd' ' | sed 's/ / or /g'))"
 	fi
-	# shellcheck source=emulators/qemu.sh
-	. "$SHSTK_TOP/scripts/emulators/$EMU.sh"
+	# shellcheck source=vm/emulators/qemu.sh
+	. "$SHSTK_TOP/scripts/vm/emulators/$EMU.sh"
 	emu_declare
 	EMU_OUT=$ARCH_OUT
 	[ "$EMU" = "$SHSTK_DEFAULT_EMU" ] || EMU_OUT=$ARCH_OUT-$EMU
@@ -142,10 +144,10 @@ emu_vars() {
 # shellcheck disable=SC2034  # GUEST_IMAGE is for the scripts that source this file
 build_kernel_and_guest() {
 	if [ -n "$SHSTK_BASELINE${SHSTK_KCONFIG_VARIANT:-}" ]; then
-		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH" --headers
+		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --headers
 	fi
-	"$SHSTK_TOP/scripts/build-kernel.sh" "$ARCH"
-	GUEST_IMAGE=$(SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build-guest.sh" "$ARCH" "$@")
+	"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH"
+	GUEST_IMAGE=$(SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" "$@")
 }
 
 # make in the kernel tree for the current arch (after arch_vars), out of
@@ -157,7 +159,7 @@ kmake() {
 
 # Run a tool from the toolbox (or the host, when it is new enough).  Every
 # script calls tools through this, so none of them knows which one it got.
-tb() { "$SHSTK_TOP/scripts/tb" "$@"; }
+tb() { "$SHSTK_TOP/scripts/tools/tb" "$@"; }
 
 # A free TCP port on the loopback interface, for gdbstubs.
 free_port() {
@@ -171,7 +173,7 @@ free_port() {
 # signal on to them.  They always get TERM, even for a Ctrl-C: a
 # non-interactive shell starts its background children with SIGINT ignored,
 # and a shell cannot trap a signal that was ignored when it started, so an
-# INT would never reach boot-vm.sh's trap.
+# INT would never reach vm/boot.sh's trap.
 _shstk_children=()
 
 # shellcheck disable=SC2317  # called by the traps
@@ -227,7 +229,7 @@ start_paused_vm() {
 	shift
 	! declare -F emu_gdbstub_prepare >/dev/null || emu_gdbstub_prepare
 	GDB_PORT=$(free_port)
-	GDB_PORT=$GDB_PORT "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$emu" "$KBUILD_DIR/$KIMAGE" "$2" \
+	GDB_PORT=$GDB_PORT "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$emu" "$KBUILD_DIR/$KIMAGE" "$2" \
 		"$1" "$3" >"$1/boot.log" 2>&1 &
 	VM_PID=$!
 	wait_listen "$GDB_PORT" 60 || die "the $emu gdbstub never listened on port $GDB_PORT (see $1/emulator.log)"

@@ -10,7 +10,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$SHSTK_TOP"
 
-mapfile -t shells < <(git ls-files '*.sh' scripts/tb scripts/apt-local .ci/run | sort -u)
+mapfile -t shells < <(git ls-files '*.sh' scripts/tools/tb scripts/tools/apt-local .ci/run | sort -u)
 mapfile -t pys < <(git ls-files '*.py')
 mapfile -t cs < <(git ls-files 'guest/*.c' 'guest/*.h')
 checkpatch=$SHSTK_PATCHED_SRC/scripts/checkpatch.pl

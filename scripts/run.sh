@@ -21,7 +21,7 @@ case "$mode" in run | smoke) ;; *) die "unknown mode '$mode' (run or smoke)" ;; 
 # Check what the user gave before any long step.
 if [ -n "$PROG" ]; then
 	[ -f "$PROG" ] || die "PROG=$PROG does not exist"
-	python3 "$SHSTK_TOP/scripts/elfcheck.py" "$PROG" "$ARCH" || exit 1
+	python3 "$SHSTK_TOP/scripts/build/elfcheck.py" "$PROG" "$ARCH" || exit 1
 fi
 out=$EMU_OUT
 timeout=${SHSTK_RUN_TIMEOUT:-600}
@@ -44,7 +44,7 @@ fi
 
 t0=$EPOCHREALTIME
 msg "booting $ARCH under $EMU (timeout $timeout s); logs in $out"
-run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out" "$timeout" || true
+run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out" "$timeout" || true
 
 if [ -n "$PROG" ]; then
 	msg "output of $(basename "$PROG"):"

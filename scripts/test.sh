@@ -36,7 +36,7 @@ run_step() {
 # unit test would otherwise wait for it to be made.  Then the series: it
 # fetches the kernel tree, which the lint (checkpatch.pl) and some harness
 # tests use.
-run_step toolbox build scripts/toolbox.sh
+run_step toolbox build scripts/tools/toolbox.sh
 run_step series ktap scripts/check-series.sh
 run_step unit unittest python3 -m unittest discover -s tests -t . -v
 run_step lint ktap scripts/lint.sh
@@ -46,7 +46,7 @@ run_step lint ktap scripts/lint.sh
 for a in $arches; do
 	a=$(shstk_arch "$a")
 	# The kernel build is its own step: a broken build is named as such.
-	run_step "kernel-$a" build scripts/build-kernel.sh "$a"
+	run_step "kernel-$a" build scripts/build/kernel.sh "$a"
 	arch_vars "$a"
 	for emu in $(emulators_for "$a"); do
 		emu_vars "$emu"

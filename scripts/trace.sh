@@ -27,11 +27,11 @@ if [ -n "$PROG" ]; then
 else
 	build_kernel_and_guest trace
 fi
-rootfs=$("$SHSTK_TOP/scripts/build-rootfs.sh" "$ARCH")
+rootfs=$("$SHSTK_TOP/scripts/build/rootfs.sh" "$ARCH")
 t0=$EPOCHREALTIME
 msg "booting $ARCH with bpftrace ($script); logs in $OUT"
 export SHSTK_ROOTFS=$rootfs
-run_child "$SHSTK_TOP/scripts/boot-vm.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" \
+run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" \
 	"$OUT" "${SHSTK_TRACE_TIMEOUT:-300}" "shstk.trace=$script" || true
 rc=0
 PYTHONPATH=$SHSTK_TOP python3 -m checks.trace "$OUT" "$ARCH" "$script" \

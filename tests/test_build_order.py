@@ -3,9 +3,9 @@
 what a failed build leaves behind: with stub builders (no compiler, no VM).
 
 A copy of scripts/ and checks/ runs against a temporary cache, with
-build-kernel.sh, build-guest.sh and boot-vm.sh replaced by stubs that log
-their calls and behave like the real ones where it matters: build-guest.sh
-fails without the patched kernel's headers, and build-kernel.sh makes the
+build/kernel.sh, build/guest.sh and vm/boot.sh replaced by stubs that log
+their calls and behave like the real ones where it matters: build/guest.sh
+fails without the patched kernel's headers, and build/kernel.sh makes the
 headers of the kernel it builds.
 """
 import json
@@ -19,7 +19,7 @@ from tests.test_harness import TOP
 
 STUB_KERNEL = r"""#!/usr/bin/env bash
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 arch_vars "$1"
 echo "kernel ${SHSTK_KCONFIG_VARIANT:-default}${SHSTK_BASELINE:+ baseline} ${2:-}" >>"$SHSTK_CACHE/calls"
 [ -z "${STUB_KERNEL_FAILS:-}" ] || die "stub: the kernel build failed"
@@ -28,7 +28,7 @@ mkdir -p "$KBUILD_DIR/usr/include/linux"
 
 STUB_GUEST = r"""#!/usr/bin/env bash
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 arch_vars "$1"
 echo "guest $2" >>"$SHSTK_CACHE/calls"
 [ -d "$KBUILD_DIR/usr/include/linux" ] || die "no kernel headers in $KBUILD_DIR/usr/include"
@@ -47,8 +47,8 @@ class BuildOrderTest(unittest.TestCase):
         self.top = os.path.join(self.tmp, "top")
         for d in ("scripts", "checks"):
             shutil.copytree(os.path.join(TOP, d), os.path.join(self.top, d))
-        for name, text in (("build-kernel.sh", STUB_KERNEL), ("build-guest.sh", STUB_GUEST),
-                           ("boot-vm.sh", STUB_VM)):
+        for name, text in (("build/kernel.sh", STUB_KERNEL), ("build/guest.sh", STUB_GUEST),
+                           ("vm/boot.sh", STUB_VM)):
             path = os.path.join(self.top, "scripts", name)
             with open(path, "w") as f:
                 f.write(text)

@@ -91,7 +91,7 @@ class BadInputTest(unittest.TestCase):
                           "not an ELF file")
 
     def test_unknown_kconfig_variant(self):
-        r = run("scripts/build-kernel.sh", "arm64", env={"SHSTK_KCONFIG_VARIANT": "nosuch"})
+        r = run("scripts/build/kernel.sh", "arm64", env={"SHSTK_KCONFIG_VARIANT": "nosuch"})
         self.assert_error(r, "no config fragment config/kernel/nosuch.config")
 
     def test_fuzz_defaults_to_the_debug_kernel(self):
@@ -117,14 +117,14 @@ class BadInputTest(unittest.TestCase):
                           "no trace script trace/nosuch.bt")
 
     def test_bad_toolbox_setting(self):
-        r = run("scripts/tb", "true", env={"SHSTK_TOOLBOX": "maybe"})
+        r = run("scripts/tools/tb", "true", env={"SHSTK_TOOLBOX": "maybe"})
         self.assert_error(r, "SHSTK_TOOLBOX must be auto, yes or no")
 
     def test_download_failure_is_named(self):
         # A fresh cache and a mirror nobody answers on: the kernel source
         # download fails at once, and says which.
         with tempfile.TemporaryDirectory() as cache:
-            r = run("scripts/kernel-source.sh", "--check",
+            r = run("scripts/build/kernel-source.sh", "--check",
                     env={"SHSTK_CACHE": cache, "SHSTK_MIRROR": "http://127.0.0.1:9/debian"})
         self.assertNotEqual(r.returncode, 0)
         self.assertRegex(r.stderr, r"error: (apt update \(project-local\) failed|could not download)")
@@ -145,7 +145,7 @@ class BadInputTest(unittest.TestCase):
                                 " \tif (unlikely(usize > PAGE_SIZE * 2))", 1)
             with open(path, "w") as f:
                 f.write(text)
-            r = subprocess.run([os.path.join(tmp, "scripts", "kernel-source.sh"), "--check"],
+            r = subprocess.run([os.path.join(tmp, "scripts", "build", "kernel-source.sh"), "--check"],
                                capture_output=True, text=True, timeout=300)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn(f"patch 4/8 ({victim}) does not apply", r.stderr)

@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "scripts"))
+sys.path.insert(0, os.path.join(TOP, "scripts", "build"))
 
 import elfcheck      # noqa: E402
 import mkinitramfs   # noqa: E402
@@ -52,7 +52,7 @@ class ElfcheckTest(unittest.TestCase):
         self.assertEqual(self.check(b"#!/bin/sh\n", "x86_64"), "not an ELF file")
 
     def test_missing_file_exits_nonzero(self):
-        r = subprocess.run([sys.executable, os.path.join(TOP, "scripts/elfcheck.py"),
+        r = subprocess.run([sys.executable, os.path.join(TOP, "scripts/build/elfcheck.py"),
                             "/nonexistent/prog", "x86_64"], capture_output=True, text=True)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("cannot read", r.stderr)
@@ -97,7 +97,7 @@ class MkinitramfsTest(unittest.TestCase):
             outs = []
             for n in range(2):
                 out = os.path.join(d, f"out{n}.cpio.gz")
-                subprocess.run([sys.executable, os.path.join(TOP, "scripts/mkinitramfs.py"),
+                subprocess.run([sys.executable, os.path.join(TOP, "scripts/build/mkinitramfs.py"),
                                 spec, out], check=True)
                 with open(out, "rb") as f:
                     outs.append(f.read())
@@ -109,7 +109,7 @@ class MkinitramfsTest(unittest.TestCase):
             spec = os.path.join(d, "list")
             with open(spec, "w") as f:
                 f.write("file /x /nonexistent 0755 0 0\n")
-            r = subprocess.run([sys.executable, os.path.join(TOP, "scripts/mkinitramfs.py"),
+            r = subprocess.run([sys.executable, os.path.join(TOP, "scripts/build/mkinitramfs.py"),
                                 spec, os.path.join(d, "o.gz")], capture_output=True, text=True)
             self.assertNotEqual(r.returncode, 0)
             self.assertIn("line 1", r.stderr)
@@ -152,11 +152,11 @@ class SummaryTest(unittest.TestCase):
 
 
 class RootfsDiskTest(unittest.TestCase):
-    """scripts/emulators/bochs.sh rootfs_disk: Bochs's bpftrace root filesystem."""
+    """scripts/vm/emulators/bochs.sh rootfs_disk: Bochs's bpftrace root filesystem."""
 
     def disk(self, d):
         script = ('set -euo pipefail; . scripts/lib.sh; ARCH=x86_64; OUT=$1; '
-                  '. scripts/emulators/bochs.sh; rootfs_disk "$2"')
+                  '. scripts/vm/emulators/bochs.sh; rootfs_disk "$2"')
         return subprocess.run(["bash", "-c", script, "bash", d, os.path.join(d, "rootfs")],
                               cwd=TOP, capture_output=True, text=True, timeout=120)
 

@@ -102,7 +102,7 @@ class FaultTest(unittest.TestCase):
     def test_term_stops_run(self):
         self.interrupt(["scripts/run.sh", "run", "arm64"], "arm64", whole_job=False)
 
-    # Bochs too: its command line names no console file, so boot-vm.sh's
+    # Bochs too: its command line names no console file, so vm/boot.sh's
     # last resort finds it by the backend's EMU_MATCH (a Bochs once outlived
     # a killed make fuzz when that looked for console.log).
     @unittest.skipUnless(kernel_built("x86_64"), "x86_64 kernel not built")
@@ -131,7 +131,7 @@ class FaultTest(unittest.TestCase):
             prog = os.path.join(out, "hang")
             with open(prog + ".c", "w") as f:
                 f.write("int main(void) { for (;;) ; }\n")
-            r = run("scripts/tb", "aarch64-linux-gnu-gcc-14", "-static", "-o", prog, prog + ".c")
+            r = run("scripts/tools/tb", "aarch64-linux-gnu-gcc-14", "-static", "-o", prog, prog + ".c")
             self.assertEqual(r.returncode, 0, r.stderr)
             r = run("scripts/run.sh", "run", "arm64", "qemu", prog,
                     env={"SHSTK_OUT": out, "SHSTK_RUN_TIMEOUT": "15"}, timeout=180)

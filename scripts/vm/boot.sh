@@ -3,15 +3,15 @@
 #
 # Boot one guest to completion under an emulator, with a hard timeout.
 #
-#   scripts/boot-vm.sh ARCH EMU KERNEL INITRD OUTDIR TIMEOUT [EXTRA-APPEND]
+#   scripts/vm/boot.sh ARCH EMU KERNEL INITRD OUTDIR TIMEOUT [EXTRA-APPEND]
 #
 # Writes OUTDIR/console.log (kernel console), OUTDIR/guest.out (the results
 # channel) and OUTDIR/vm.json (how the emulator ended and how long it took).
 # Exit status: the emulator's, or 124 on timeout.  Nothing is judged here:
 # checks/ reads these files.  With GDB_PORT set the emulator waits for gdb.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 arch_vars "${1:-}"
 emu_vars "${2:-}"

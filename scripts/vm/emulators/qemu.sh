@@ -4,7 +4,7 @@
 # The QEMU backend: what QEMU can do, and its command line, per
 # architecture; the one place that decides them.  The interface every
 # backend in this directory implements (lib.sh emu_vars sources it after
-# arch_vars, boot-vm.sh calls the rest):
+# arch_vars, vm/boot.sh calls the rest):
 #
 #   emu_declare    sets, for $ARCH (dies on an arch it does not emulate):
 #     EMU_SMP             guest CPUs
@@ -26,7 +26,7 @@
 #   emu_prepare    (optional) makes the boot medium, once OUT is set
 #   emu_command    fills EMU_CMD (the command line) and EMU_MATCH (a string
 #                  only this run's emulator has on its command line: what
-#                  boot-vm.sh's last-resort cleanup kills), from KERNEL,
+#                  vm/boot.sh's last-resort cleanup kills), from KERNEL,
 #                  INITRD, KERNEL_CMDLINE, OUT and optionally GDB_PORT and
 #                  SHSTK_ROOTFS
 #
@@ -38,13 +38,13 @@
 #  - the console goes to a file; test results go to a second channel (a
 #    virtio console, /dev/hvc0 in the guest) so kernel messages can never
 #    interleave with KTAP.
-#  - "-no-reboot" (and "panic=-1" in boot-vm.sh): a panic ends QEMU at once
+#  - "-no-reboot" (and "panic=-1" in vm/boot.sh): a panic ends QEMU at once
 #    instead of hanging until the timeout; the host finds the panic in
 #    console.log.
 #  - gdb: QEMU's gdbstub resolves names and takes hardware breakpoints on
 #    user addresses; arm64's GCSPR_EL0 is in its system-register feature.
 
-# shellcheck disable=SC2034  # read by lib.sh, boot-vm.sh and the gdb scripts
+# shellcheck disable=SC2034  # read by lib.sh, vm/boot.sh and the gdb scripts
 emu_declare() {
 	EMU_SMP=2
 	EMU_HOST_THREADS=2
@@ -68,7 +68,7 @@ emu_declare() {
 }
 
 emu_command() {
-	# shellcheck disable=SC2034  # read by boot-vm.sh
+	# shellcheck disable=SC2034  # read by vm/boot.sh
 	EMU_MATCH=$OUT/console.log
 	case "$ARCH" in
 	arm64)

@@ -4,15 +4,15 @@
 # Kernel source: Debian's linux-source package, unpacked into the cache and
 # committed there as a pristine base, with patches/ applied on top by git am.
 #
-#   scripts/kernel-source.sh          make sure the tree has the current series
-#   scripts/kernel-source.sh --check  only check that the series applies
+#   scripts/build/kernel-source.sh          make sure the tree has the current series
+#   scripts/build/kernel-source.sh --check  only check that the series applies
 #
 # The series is applied in a scratch worktree and the main tree is then moved
 # to the result with "git checkout", which rewrites only the files whose
 # content changed: editing one patch rebuilds only what that patch touches.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 SRC=$SHSTK_PATCHED_SRC
 AM=$SHSTK_CACHE/src/linux-am
@@ -25,8 +25,8 @@ fetch_and_unpack() {
 	mkdir -p "$DL"
 	deb=$(find "$DL" -maxdepth 1 -name "${SHSTK_KERNEL_PKG}_*.deb" | sort -V | tail -n1)
 	if [ -z "$deb" ]; then
-		"$SHSTK_TOP/scripts/apt-local" -q update >&2 || die "apt update (project-local) failed"
-		(cd "$DL" && "$SHSTK_TOP/scripts/apt-local" -q download "$SHSTK_KERNEL_PKG/$SHSTK_KERNEL_SUITE" >&2) ||
+		"$SHSTK_TOP/scripts/tools/apt-local" -q update >&2 || die "apt update (project-local) failed"
+		(cd "$DL" && "$SHSTK_TOP/scripts/tools/apt-local" -q download "$SHSTK_KERNEL_PKG/$SHSTK_KERNEL_SUITE" >&2) ||
 			die "could not download $SHSTK_KERNEL_PKG from $SHSTK_KERNEL_SUITE"
 		deb=$(find "$DL" -maxdepth 1 -name "${SHSTK_KERNEL_PKG}_*.deb" | sort -V | tail -n1)
 		[ -n "$deb" ] || die "the download of $SHSTK_KERNEL_PKG left no .deb in $DL"

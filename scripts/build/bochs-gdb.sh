@@ -10,14 +10,14 @@
 # exception (each page fault), which made a stepped boot crawl.  Built once into the cache, in the
 # toolbox; again when this script or the patch changes.
 #
-#   scripts/build-bochs-gdb.sh      -> prints the path of the bochs binary
+#   scripts/build/bochs-gdb.sh      -> prints the path of the bochs binary
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 DIR=$SHSTK_CACHE/bochs-gdb
 BIN=$DIR/install/bin/bochs
-PATCH=$SHSTK_TOP/scripts/emulators/bochs-gdbstub.patch
+PATCH=$SHSTK_TOP/scripts/vm/emulators/bochs-gdbstub.patch
 want=$(cat "$0" "$PATCH" | sha256sum | cut -c1-16)
 if [ -x "$BIN" ] && [ "$(cat "$DIR/.shstk-bochs" 2>/dev/null)" = "$want" ]; then
 	echo "$BIN"
@@ -30,7 +30,7 @@ build() {
 	cd "$DIR"
 	if ! ls bochs_*.orig.tar.* >/dev/null 2>&1; then
 		# The .dsc may be missing from a mirror; the tarballs are what we use.
-		"$SHSTK_TOP/scripts/apt-local" -qq source --download-only bochs >/dev/null 2>&1 || true
+		"$SHSTK_TOP/scripts/tools/apt-local" -qq source --download-only bochs >/dev/null 2>&1 || true
 		ls bochs_*.orig.tar.* >/dev/null 2>&1 || die "could not download Debian's bochs source"
 	fi
 	rm -rf src

@@ -5,14 +5,14 @@
 # guest/tests.list (ours and the patched kernel's selftests, all static),
 # busybox, and guest/init.sh, packed into an initramfs.
 #
-#   scripts/build-guest.sh ARCH [SUITE]        a suite of guest/tests.list
+#   scripts/build/guest.sh ARCH [SUITE]        a suite of guest/tests.list
 #                                              (run by default, or smoke)
-#   scripts/build-guest.sh ARCH --prog FILE    one user program instead
+#   scripts/build/guest.sh ARCH --prog FILE    one user program instead
 #
 # Prints the path of the image it built.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 arch_vars "${1:-}"
 shift || true
@@ -22,7 +22,7 @@ if [ "${1:-}" = --prog ]; then
 	prog=${2:?--prog needs a file}
 	[ -f "$prog" ] || die "PROG=$prog does not exist"
 	prog=$(readlink -f "$prog")
-	python3 "$SHSTK_TOP/scripts/elfcheck.py" "$prog" "$ARCH" || exit 1
+	python3 "$SHSTK_TOP/scripts/build/elfcheck.py" "$prog" "$ARCH" || exit 1
 elif [ -n "${1:-}" ]; then
 	suite=$1
 fi
@@ -84,10 +84,10 @@ busybox() {
 	BUSYBOX=$bb/usr/bin/busybox
 	if [ ! -x "$BUSYBOX" ]; then
 		mkdir -p "$bb/deb"
-		(cd "$bb/deb" && "$SHSTK_TOP/scripts/apt-local" -qq download "busybox-static:$DEB_ARCH" >/dev/null 2>&1) || {
-			"$SHSTK_TOP/scripts/apt-local" -qq update >/dev/null ||
+		(cd "$bb/deb" && "$SHSTK_TOP/scripts/tools/apt-local" -qq download "busybox-static:$DEB_ARCH" >/dev/null 2>&1) || {
+			"$SHSTK_TOP/scripts/tools/apt-local" -qq update >/dev/null ||
 				die "apt update (project-local) failed"
-			(cd "$bb/deb" && "$SHSTK_TOP/scripts/apt-local" -qq download "busybox-static:$DEB_ARCH") ||
+			(cd "$bb/deb" && "$SHSTK_TOP/scripts/tools/apt-local" -qq download "busybox-static:$DEB_ARCH") ||
 				die "downloading busybox-static:$DEB_ARCH failed"
 		}
 		deb=$(find "$bb/deb" -name 'busybox-static_*.deb' | head -n1)
@@ -158,5 +158,5 @@ for bt in "$SHSTK_TOP"/trace/*.bt; do
 	echo "file /trace/$name $GUEST/trace/$name 0644 0 0" >>"$list"
 done
 echo "file /tests/list $tests 0644 0 0" >>"$list"
-python3 "$SHSTK_TOP/scripts/mkinitramfs.py" "$list" "$image"
+python3 "$SHSTK_TOP/scripts/build/mkinitramfs.py" "$list" "$image"
 echo "$image"

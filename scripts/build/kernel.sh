@@ -4,17 +4,17 @@
 # Build the patched kernel for one architecture, out of tree in the cache,
 # incrementally: only what changed since the last build is rebuilt.
 #
-#   scripts/build-kernel.sh [x86_64|arm64]
-#   SHSTK_KCONFIG_VARIANT=debug scripts/build-kernel.sh arm64   (KASAN etc.)
-#   scripts/build-kernel.sh ARCH --headers   only the configuration and the
+#   scripts/build/kernel.sh [x86_64|arm64]
+#   SHSTK_KCONFIG_VARIANT=debug scripts/build/kernel.sh arm64   (KASAN etc.)
+#   scripts/build/kernel.sh ARCH --headers   only the configuration and the
 #       exported headers (usr/include), which the guest programs need: a
 #       run on another kernel (BASELINE, debug) builds no second kernel
 #
 # Produces, in $SHSTK_CACHE/build/<arch>[-variant]/: the boot image, vmlinux,
 # vmlinux-gdb.py and shstk-build.txt (what was built from what).
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 arch_vars "${1:-}"
 headers_only=
@@ -23,7 +23,7 @@ case "${2:-}" in
 --headers) headers_only=1 ;;
 *) die "unknown option '$2' (--headers or nothing)" ;;
 esac
-"$SHSTK_TOP/scripts/kernel-source.sh"
+"$SHSTK_TOP/scripts/build/kernel-source.sh"
 SRC=$SHSTK_SRC
 CONF=$SHSTK_TOP/config/kernel
 frags=("$CONF/common.config" "$CONF/$ARCH.config")
@@ -97,7 +97,7 @@ build() {
 	local rc=0
 	set -o pipefail
 	kmake -j"$(nproc)" "$KTARGET" vmlinux scripts_gdb headers 2>&1 | tee "$log" |
-		awk '/^  [A-Z]/ { n++; if (n % 500 == 0) printf "[build-kernel.sh]   %d steps, at %s\n", n, $2 > "/dev/stderr"; fflush() }
+		awk '/^  [A-Z]/ { n++; if (n % 500 == 0) printf "[build/kernel.sh]   %d steps, at %s\n", n, $2 > "/dev/stderr"; fflush() }
 		     /error:|Error [0-9]/ { print > "/dev/stderr" }' || rc=$?
 	if [ "$rc" -ne 0 ]; then
 		tail -n 30 "$log" >&2

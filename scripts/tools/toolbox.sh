@@ -10,8 +10,8 @@
 # scripts want gdb >= 16 with Python, and gcc 14 places one breakpoint
 # location per function where gcc 12 gives two.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 TB=$SHSTK_CACHE/toolbox
 ROOT=$TB/root
@@ -57,10 +57,10 @@ command -v debootstrap >/dev/null || {
 }
 [ "$(id -u)" -eq 0 ] || die "the toolbox is made with debootstrap and chroot: run as root"
 
-mirror=$("$SHSTK_TOP/scripts/apt-local" -qq --print-uris download bash 2>/dev/null |
+mirror=$("$SHSTK_TOP/scripts/tools/apt-local" -qq --print-uris download bash 2>/dev/null |
 	sed -nE "s|^'([^']*)/pool/.*|\1|p" | head -n1 || true)
 mirror=${SHSTK_MIRROR:-$mirror}
-[ -n "$mirror" ] || { "$SHSTK_TOP/scripts/apt-local" -qq update; die "could not find the Debian mirror (set SHSTK_MIRROR)"; }
+[ -n "$mirror" ] || { "$SHSTK_TOP/scripts/tools/apt-local" -qq update; die "could not find the Debian mirror (set SHSTK_MIRROR)"; }
 
 build_root() {
 	local new=$TB/root.new
@@ -79,7 +79,7 @@ deb $mirror trixie-backports main
 SRC
 	# The chroot needs name resolution to reach the mirror.
 	cp /etc/resolv.conf "$new/etc/resolv.conf"
-	in_root() { "$SHSTK_TOP/scripts/tb" --root "$new" --raw "$@"; }
+	in_root() { "$SHSTK_TOP/scripts/tools/tb" --root "$new" --raw "$@"; }
 	in_root dpkg --add-architecture arm64
 	in_root apt-get -q update >>"$TB/debootstrap.log" 2>&1 || die "apt-get update in the toolbox failed"
 	DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q --no-install-recommends \
@@ -97,4 +97,4 @@ SRC
 }
 
 step "making the trixie toolbox in $ROOT (about 1-2 minutes)" build_root
-"$SHSTK_TOP/scripts/tb" --versions >&2
+"$SHSTK_TOP/scripts/tools/tb" --versions >&2

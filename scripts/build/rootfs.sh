@@ -7,10 +7,10 @@
 # then every downloaded package is unpacked with dpkg-deb -x.  Shared with
 # the guest read-only over 9p (make trace).
 #
-#   scripts/build-rootfs.sh ARCH      -> $SHSTK_CACHE/rootfs/<arch>
+#   scripts/build/rootfs.sh ARCH      -> $SHSTK_CACHE/rootfs/<arch>
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
 
 arch_vars "${1:-}"
 ROOTFS=$SHSTK_CACHE/rootfs/$ARCH
@@ -22,10 +22,10 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$PKGS" ]; then
 fi
 [ "$(id -u)" -eq 0 ] || die "debootstrap needs root"
 command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
-mirror=$("$SHSTK_TOP/scripts/apt-local" -qq --print-uris download bash 2>/dev/null |
+mirror=$("$SHSTK_TOP/scripts/tools/apt-local" -qq --print-uris download bash 2>/dev/null |
 	sed -nE "s|^'([^']*)/pool/.*|\1|p" | head -n1 || true)
 mirror=${SHSTK_MIRROR:-$mirror}
-[ -n "$mirror" ] || die "could not find the Debian mirror (run scripts/apt-local update, or set SHSTK_MIRROR)"
+[ -n "$mirror" ] || die "could not find the Debian mirror (run scripts/tools/apt-local update, or set SHSTK_MIRROR)"
 
 make_rootfs() {
 	local new=$ROOTFS.new deb n=0

@@ -34,10 +34,10 @@
 #    read-only and keeps guest writes in a journal under OUT: Bochs locks an
 #    image it opens for writing, and two runs may share this one.
 #  - With GDB_PORT: Debian's Bochs has the internal debugger and no gdbstub
-#    (Bochs builds one or the other), so the Bochs that scripts/build-bochs-gdb.sh
+#    (Bochs builds one or the other), so the Bochs that scripts/build/bochs-gdb.sh
 #    builds from Debian's source runs instead; it waits for gdb at power-on.
 
-# shellcheck disable=SC2034  # read by lib.sh, boot-vm.sh and the gdb scripts
+# shellcheck disable=SC2034  # read by lib.sh, vm/boot.sh and the gdb scripts
 emu_declare() {
 	[ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only (ARCH=$ARCH)"
 	EMU_SMP=1
@@ -124,11 +124,11 @@ RC
 # Debian's Bochs has no gdbstub: the project builds one (lib.sh
 # start_paused_vm calls this before a paused boot).
 emu_gdbstub_prepare() {
-	"$SHSTK_TOP/scripts/build-bochs-gdb.sh" >/dev/null
+	"$SHSTK_TOP/scripts/build/bochs-gdb.sh" >/dev/null
 }
 
 emu_command() {
-	# shellcheck disable=SC2034  # read by boot-vm.sh
+	# shellcheck disable=SC2034  # read by vm/boot.sh
 	EMU_MATCH=$OUT/bochsrc
 	if [ -n "${GDB_PORT:-}" ]; then
 		EMU_CMD=("$SHSTK_CACHE/bochs-gdb/install/bin/bochs" -q -f "$OUT/bochsrc")
