@@ -6,7 +6,8 @@
 
 OUTDIR holds what scripts/vm/boot.sh left: console.log, guest.out and
 vm.json.  Writes OUTDIR/results.ktap (one top-level test per guest program,
-its own KTAP nested under it) and OUTDIR/results.json, prints a table, and
+its own KTAP nested under it), OUTDIR/results.json and
+OUTDIR/results.junit.xml (checks/junit.py), prints a table, and
 exits 0 only if the VM powered off by itself, the console is clean, the
 guest finished its list and every program passed or skipped with a reason.
 
@@ -18,7 +19,7 @@ import json
 import os
 import sys
 
-from checks import console, ktap
+from checks import console, junit, ktap
 
 # Our own suite is listed test point by test point; the kernel's selftests
 # (many points each) are summarised, with every point that did not pass.
@@ -176,6 +177,8 @@ def merge(outdir, rundirs):
         total["failed"] = 1
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(total, f, indent=1)
+    junit.merge(os.path.join(outdir, "results.junit.xml"),
+                [os.path.join(d, "results.junit.xml") for d in rundirs])
     print(f"{len(rundirs)} run(s): {total['passed']} passed, {total['failed']} failed, "
           f"{total['skipped']} skipped")
     return total["failed"]
@@ -193,6 +196,8 @@ def main(argv):
     apply_known(arch, programs, known_failures(), emu)
     passed, failed, skipped = counts(programs, run_problems)
     write_ktap(os.path.join(outdir, "results.ktap"), programs)
+    junit.write(os.path.join(outdir, "results.junit.xml"),
+                junit.run_suites(arch, emu, programs, run_problems))
     result = {
         "arch": arch, "emu": emu, "guest": info, "vm": vm,
         "passed": passed, "failed": failed, "skipped": skipped,

@@ -35,7 +35,7 @@ fi
 
 # A step's results come from this run or from nowhere: a build that fails
 # below must not leave the last run's verdict in place.
-rm -f "$out/results.json" "$out/results.ktap"
+rm -f "$out/results.json" "$out/results.ktap" "$out/results.junit.xml"
 if [ -n "$PROG" ]; then
 	build_kernel_and_guest --prog "$PROG"
 else

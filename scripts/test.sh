@@ -68,4 +68,7 @@ done
 # boot VMs, so they come after the kernels are built.
 run_step harness unittest python3 -m unittest tests.vm_harness -v
 
+# JUnit XML for CI systems, beside the summary: out/test/results.junit.xml.
+PYTHONPATH=$SHSTK_TOP python3 -m checks.junit make-test "$LOG" "$LOG/results.junit.xml" "${steps[@]}" ||
+	warn "writing $LOG/results.junit.xml failed"
 PYTHONPATH=$SHSTK_TOP python3 -m checks.summary "$LOG" "${steps[@]}"
