@@ -26,6 +26,8 @@ EINVAL, EFAULT = 22, 14
 TOKEN_OFFSET = 88
 
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+from checks import scenario  # noqa: E402
 from shstk import session  # noqa: E402
 
 session.attach()
@@ -46,6 +48,18 @@ def record(step, case, location, expectation, ok, **facts):
     log.flush()
     gdb.write(f"[gdb-check] {'PASS' if ok else 'FAIL'} {case}: {step}: {expectation}\n")
     return ok
+
+
+def skip(step, case, location, expectation, reason, **facts):
+    """A step that was not exercised, and why: neither a pass nor a failure."""
+    entry = {"step": step, "case": case, "location": location,
+             "expectation": expectation, "verdict": "skip", "reason": reason}
+    entry.update({k: (f"{v:#x}" if isinstance(v, int) and k in HEX else v)
+                  for k, v in facts.items()})
+    log.write(json.dumps(entry) + "\n")
+    log.flush()
+    gdb.write(f"[gdb-check] SKIP {case}: {step}: {expectation}: {reason}\n")
+    return True
 
 
 HEX = {"token", "token_word", "ssp", "word_before", "word_after", "expected_word"}
@@ -205,8 +219,7 @@ def run_case(case):
         if hit == "entry":
             if SHSTK_ON is None:
                 SHSTK_ON = shstk_enabled_in(task)
-                record("0 scenario", case, PROG_COMM, "the program reports its shadow stack state",
-                       True, shadow_stack_enabled=SHSTK_ON)
+                ok &= check_scenario(case, SHSTK_ON)
             uargs, size = syscall_args()
             mm = usermem.task_mm(task)
             raw = usermem.read_bytes(mm, uargs, size) if 0 < size <= 4096 else None
@@ -277,14 +290,7 @@ def run_case(case):
                          value == token + 8, new_pid=int(new["pid"]), ssp=value or 0,
                          token=token, source=source, shadow_stack_vmas=ss_vmas(new))
         elif hit == "child":
-            if ARCH == "arm64":
-                live = reg("GCSPR_EL0") & (2**64 - 1)
-                ok &= record("5 child's first user instruction", case, "shstk_child_entry",
-                             "the live GCSPR_EL0 is token + 8", live == token + 8,
-                             pid=pid, ssp=live, token=token)
-            else:
-                record("5 child's first user instruction", case, "shstk_child_entry",
-                       "reached (the gdbstub shows no SSP register on x86)", True, pid=pid)
+            ok &= check_child_ssp(case, pid, token)
         elif hit == "parent":
             ret = reg("x0" if ARCH == "arm64" else "rax")
             want = want_ret(case)
@@ -300,6 +306,37 @@ def run_case(case):
     ok &= record("path", case, "kernel", " -> ".join(want_path), path == want_path,
                  seen=" -> ".join(seen))
     return ok
+
+
+def check_scenario(case, program_on):
+    """Step 0: the program's shadow stack state is what this emulator and CPU
+    are declared to provide (scripts/emulators/ puts shstk.why= on the
+    kernel command line where they have none), and what the kernel found on
+    the CPU."""
+    declared_on, why = scenario.declared_shadow_stack(tasks.kernel_cmdline())
+    try:
+        cpu_on = tasks.cpu_has_shadow_stack()
+    except gdb.error as e:
+        gdb.write(f"[gdb-check] could not read the kernel's CPU features: {e}\n")
+        cpu_on = None
+    good, expect, problems = scenario.scenario_check(program_on, declared_on, cpu_on, why)
+    return record("0 scenario", case, PROG_COMM, expect, good, shadow_stack_enabled=program_on,
+                  declared=declared_on, cpu_shadow_stack=cpu_on, reason=why, problems=problems)
+
+
+def check_child_ssp(case, pid, token):
+    """Step 5: the child's live shadow stack pointer, where the gdbstub shows
+    one; a skip, with the reason, where it does not."""
+    name = ssp.live_register()
+    step, where = "5 child's first user instruction", "shstk_child_entry"
+    if name is None:
+        return skip(step, case, where, "the live shadow stack pointer is token + 8",
+                    f"the {EMU} gdbstub shows no shadow stack pointer register "
+                    f"({' or '.join(decode.SSP_REGISTERS[ARCH])}); step 4 checked the saved one",
+                    pid=pid, token=token)
+    live = reg(name) & (2**64 - 1)
+    return record(step, case, where, f"the live {name} is token + 8", live == token + 8,
+                  pid=pid, ssp=live, token=token)
 
 
 def check_commands(case, token):

@@ -15,6 +15,32 @@ VMA_BITS = {"READ": 0, "WRITE": 1, "EXEC": 2, "SHARED": 3, "MAYREAD": 4, "MAYWRI
 SHADOW_STACK_BIT = {"x86_64": 32 + 5, "arm64": 32 + 6}
 
 
+# Where the kernel keeps "the CPU has user shadow stacks": (array, bits per
+# element, bit number).  x86: X86_FEATURE_USER_SHSTK (11*32+23) of the u32
+# boot_cpu_data.x86_capability[]; arm64: KERNEL_HWCAP_GCS, bit 32 of the
+# unsigned long elf_hwcap[] bitmap (HWCAP_GCS is 1 << 32).
+CPU_SHADOW_STACK = {"x86_64": ("boot_cpu_data.x86_capability", 32, 11 * 32 + 23),
+                    "arm64": ("elf_hwcap", 64, 32)}
+
+# The names a gdbstub gives the live user shadow stack pointer: QEMU's
+# GCSPR_EL0 (system registers feature); gdb's x86 CET feature calls it
+# pl3_ssp.
+SSP_REGISTERS = {"arm64": ("GCSPR_EL0",), "x86_64": ("pl3_ssp",)}
+
+
+def cpu_feature_word(arch):
+    """(expression of the element, bit in it) that says whether the CPU has
+    user shadow stacks, as the kernel recorded it at boot."""
+    array, width, bit = CPU_SHADOW_STACK[arch]
+    return f"{array}[{bit // width}]", bit % width
+
+
+def live_ssp_register(arch, names):
+    """The register among @names (what the gdbstub shows) that holds the live
+    user shadow stack pointer, or None."""
+    return next((n for n in SSP_REGISTERS[arch] if n in names), None)
+
+
 def expected_token(arch, addr):
     """The token map_shadow_stack() writes for a slot at @addr."""
     if arch == "x86_64":

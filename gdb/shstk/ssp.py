@@ -9,8 +9,7 @@ buffer (compacted format), valid while the task is not running.
 """
 import gdb
 
-
-
+from shstk import decode
 from shstk.tasks import arch, on_thread, running_cpu
 
 XFEATURE_CET_USER = 11
@@ -65,3 +64,10 @@ def ssp(task):
     return value, where
 
 
+
+
+def live_register():
+    """The register this gdbstub shows the live user shadow stack pointer
+    in, or None (x86 under QEMU or Bochs: none)."""
+    names = {r.name for r in gdb.selected_frame().architecture().registers()}
+    return decode.live_ssp_register(arch(), names)

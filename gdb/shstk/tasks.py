@@ -4,6 +4,8 @@ import gdb
 
 from linux import cpus, tasks, utils
 
+from shstk import decode
+
 task_type = utils.CachedType("struct task_struct")
 
 
@@ -79,6 +81,18 @@ def pid_or_current(arg):
     """A task from a command argument: a pid, or the current task if empty."""
     arg = (arg or "").strip()
     return by_pid(int(gdb.parse_and_eval(arg))) if arg else on_cpu()
+
+
+def cpu_has_shadow_stack():
+    """Whether the kernel found user shadow stacks on the CPU at boot (the
+    cpuinfo flag user_shstk on x86, gcs on arm64)."""
+    expr, bit = decode.cpu_feature_word(arch())
+    return bool(int(gdb.parse_and_eval(expr)) >> bit & 1)
+
+
+def kernel_cmdline():
+    """The command line the guest kernel was booted with."""
+    return gdb.parse_and_eval("saved_command_line").string()
 
 
 def comm(task):
