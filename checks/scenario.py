@@ -3,7 +3,124 @@
 
 Pure Python, no gdb: gdb/check_clone3.py imports it inside gdb, the checkers
 beside it here, and tests/ on the host.
+
+The program makes five clone3() calls, each with a shadow stack token of its
+own kind; the kernel refuses each at one stage of its checks, or accepts it.
+Everything the run must show follows from the stage: the return, the path
+through the kernel gdb sees, the steps gdb-check records, the events
+bpftrace logs.  Without a shadow stack in the caller every aligned token is
+refused at the same early stage, and what the other stages would have shown
+is not exercised: a skip, with the reason the emulator declares.
 """
+from collections import namedtuple
+
+EINVAL, EFAULT = 22, 14
+
+# The kernel's stages, in the order it checks a token.
+Stage = namedtuple("Stage", "function ret refusal")
+STAGES = {
+    "args": Stage("clone3_args_valid", -EINVAL,
+                  "misaligned: refused before any task exists"),
+    "caller": Stage("copy_thread", -EINVAL,
+                    "the caller has no shadow stack: refused by the arch copy_thread hook"),
+    "vma": Stage("shstk_validate_clone", -EFAULT,
+                 "not in a writable shadow stack VMA"),
+    "token": Stage("arch_shstk_validate_clone", -EINVAL,
+                   "not the token: the word is left as it was"),
+    # ret 0 stands for the child's pid (the program prints 0 for it).
+    "accepted": Stage("arch_shstk_validate_clone", 0,
+                      "validated and consumed: the child starts on token + 8"),
+}
+
+# token: what the program passes (guest/shstk_gdb.c makes each kind);
+# stage: where the kernel stops it when the caller has a shadow stack.
+Case = namedtuple("Case", "name token stage")
+CASES = (
+    Case("valid", "stack_token", "accepted"),
+    Case("misaligned", "stack_token_minus_1", "args"),
+    Case("no_token", "stack_without_token", "token"),
+    Case("normal", "ordinary_memory", "vma"),
+    Case("reused", "stack_token", "token"),
+)
+CASE_NAMES = [c.name for c in CASES]
+BY_NAME = {c.name: c for c in CASES}
+
+
+def stage(case, shstk_on):
+    """Where the kernel stops @case (a Case or its name)."""
+    case = BY_NAME.get(case, case)
+    if not shstk_on and case.stage != "args":
+        return "caller"
+    return case.stage
+
+
+def want_ret(case, shstk_on):
+    """What clone3() returns: 0 for the child's pid, or -errno."""
+    return STAGES[stage(case, shstk_on)].ret
+
+
+def reaches_copy_thread(stage_name):
+    """The arch copy_thread hook set up the child's shadow stack pointer."""
+    return stage_name in ("vma", "token", "accepted")
+
+
+# gdb's stops (gdb/check_clone3.py): the syscall entry, the arch copy_thread
+# hook and its return, arch_shstk_validate_clone() and its return,
+# wake_up_new_task() and the caller's return to user space; the child's own
+# first instruction is checked apart.
+def gdb_path(case, shstk_on):
+    """The stops @case makes, in order."""
+    st = stage(case, shstk_on)
+    path = ["entry"]
+    if st != "args":
+        path += ["alloc", "alloc_ret"]
+    if st in ("token", "accepted"):
+        path += ["validate", "validate_ret"]
+    if st == "accepted":
+        path += ["newtask"]
+    return path + ["parent"]
+
+
+# gdb-check's step names.
+STEP_SCENARIO = "0 scenario"
+STEP_ENTRY = "1 clone3 entry"
+STEP_ALLOC = "2 copy_thread"
+STEP_COMMANDS = "2a debug commands"
+STEP_BEFORE = "3a token check: before"
+STEP_AFTER = "3b token check: after"
+STEP_NEWTASK = "4 new task"
+STEP_CHILD = "5 child's first user instruction"
+STEP_RETURNS = "clone3 returns"
+STEP_REFUSAL = "6 refusal"
+STEP_REFUSAL_RET = "6 refusal: clone3 returns"
+STEP_PATH = "path"
+# A step that may be a skip when the caller has a shadow stack: the live
+# shadow stack pointer is not shown by every gdbstub.
+MAY_SKIP = {STEP_CHILD}
+
+
+def gdb_steps(case, shstk_on):
+    """The steps gdb-check records for @case."""
+    st = stage(case, shstk_on)
+    steps = [STEP_ENTRY, STEP_PATH]
+    if st != "args":
+        steps += [STEP_ALLOC, STEP_COMMANDS]
+    if st == "accepted":
+        steps += [STEP_BEFORE, STEP_AFTER, STEP_NEWTASK, STEP_CHILD, STEP_RETURNS]
+    else:
+        steps += [STEP_REFUSAL_RET]
+    if st == "token":
+        steps += [STEP_REFUSAL]
+    return steps
+
+
+def not_exercised(shstk_on):
+    """[(case, step)] a caller with a shadow stack would have shown and this
+    one did not: none when it has one."""
+    if shstk_on:
+        return []
+    return [(c.name, s) for c in CASES for s in gdb_steps(c, True)
+            if s not in gdb_steps(c, False)]
 
 # The backend of an emulator whose CPU has no user shadow stack says so, and
 # why, on the kernel command line (scripts/emulators/): the guest programs

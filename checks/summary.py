@@ -14,7 +14,9 @@ failure more: a step can never fail silently.
 
 Between the table and the total, each failed step shows the lines of its log
 that say what failed (FAIL, "not ok", errors), a few per step: a CI log that
-keeps only its tail still names the failure, not just the step.
+keeps only its tail still names the failure, not just the step.  Each step
+with skips shows why, from its "# SKIP reason" lines, counted by reason: a
+skipped column without reasons would read like a quiet pass.
 """
 import json
 import os
@@ -69,10 +71,26 @@ def failure_lines(text, limit=SHOWN_PER_STEP):
     return hits[:limit] + ([f"... and {more} more"] if more > 0 else [])
 
 
+SKIP_REASON = re.compile(r"# SKIP\s+(.*\S)")
+
+
+def skip_reasons(text, limit=SHOWN_PER_STEP):
+    """[(count, reason)] of a step's "# SKIP reason" lines, most frequent
+    first (ties in the order they first appear)."""
+    counts = {}
+    for line in text.splitlines():
+        m = SKIP_REASON.search(line)
+        if m:
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    return [(n, why) for why, n in ranked[:limit]]
+
+
 def main(argv):
     logdir, rest = argv[1], argv[2:]
     total = [0, 0, 0]
     failed_logs = []
+    skipped_logs = []
     width = max([len("step")] + [len(n) for n in rest[0::3]])
     print(f"{'step':<{width}} {'passed':>7} {'failed':>7} {'skipped':>8}  exit")
     for i in range(0, len(rest), 3):
@@ -98,9 +116,16 @@ def main(argv):
             f_ = 1
         if f_:
             failed_logs.append((name, text))
+        if s:
+            skipped_logs.append((name, s, text))
         print(f"{name:<{width}} {p:>7} {f_:>7} {s:>8}  {rc}")
         for j, v in enumerate((p, f_, s)):
             total[j] += v
+    # Skips first: the failures stay next to the total, in a log's tail.
+    for name, n, text in skipped_logs:
+        print(f"{name} skipped {n}:")
+        for count, why in skip_reasons(text) or [(n, "(its log gives no reason; see the log)")]:
+            print(f"  {count:>4}  {why[:150]}")
     for name, text in failed_logs:
         print(f"{name} failed ({os.path.join(logdir, name + '.log')}):")
         for line in failure_lines(text) or ["(its log names no failure; see the log)"]:
