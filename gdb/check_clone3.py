@@ -150,7 +150,8 @@ def syscall_args():
 
 
 def ss_vmas(task):
-    return [f"{d['start']:#x}-{d['end']:#x}" for d in map(vmas.describe, vmas.vmas(task)) if d["ss"]]
+    return [f"{d['start']:#x}-{d['end']:#x}" for d in map(vmas.describe, vmas.vmas(task))
+            if d["shadow_stack"]]
 
 
 alloc_fn = "gcs_alloc_thread_stack" if ARCH == "arm64" else "shstk_alloc_thread_stack"
@@ -227,7 +228,7 @@ def run_case(case):
             token = struct.unpack_from("<Q", raw, TOKEN_OFFSET)[0] if raw and size >= 96 else 0
             word = usermem.read_u64(mm, token & ~7) if token else None
             v = vmas.find(task, token) if token else None
-            in_ss = bool(v and vmas.describe(v)["ss"])
+            in_ss = bool(v and vmas.describe(v)["shadow_stack"])
             valid, why = decode.token_verdict(ARCH, token, word)
             if case == "valid" and SHSTK_ON:
                 expect, good = "the token lies in a shadow stack VMA and holds a valid token", \

@@ -25,7 +25,8 @@ Walks the task's mm maple tree; "ss" marks VMA_SHADOW_STACK."""
         gdb.write(f"{'start':>18} {'end':>18} {'size':>10} perm  flags\n")
         for v in vmas.vmas(task):
             d = vmas.describe(v)
-            mark = "  <- shadow stack" if d["ss"] else ""
+            mark = "  <- shadow stack" if d["shadow_stack"] else \
+                "  <- shadow stack flag, not writable: clone3() refuses it" if "ss" in d["names"] else ""
             gdb.write(f"{d['start']:#18x} {d['end']:#18x} {d['size']:>10} {d['perms']}  "
                       f"{d['flags']:#x} {','.join(d['names'])}{mark}\n")
 
@@ -52,7 +53,7 @@ this architecture, and whether the address is in a shadow stack VMA."""
         where = "not in any VMA"
         if v:
             d = vmas.describe(v)
-            where = f"in {'a shadow stack' if d['ss'] else 'a non-shadow-stack'} VMA " \
+            where = f"in {'a shadow stack' if d['shadow_stack'] else 'a non-shadow-stack'} VMA " \
                     f"{d['start']:#x}-{d['end']:#x}"
         shown = "unmapped" if word is None else f"{word:#018x}"
         gdb.write(f"pid {int(task['pid'])}: [{addr:#x}] = {shown}: {why}; {where}\n")

@@ -6,7 +6,6 @@ the host without a VM.
 """
 
 SLOT = 8
-ARCHES = ("x86_64", "arm64")
 
 # VMA flag bits by name, as the kernel's vma_flag_t enum numbers them; the
 # shadow stack bit is arch-specific (VM_HIGH_ARCH_5 on x86, _6 on arm64).

@@ -77,12 +77,6 @@ def running_cpu(task):
     return None
 
 
-def pid_or_current(arg):
-    """A task from a command argument: a pid, or the current task if empty."""
-    arg = (arg or "").strip()
-    return by_pid(int(gdb.parse_and_eval(arg))) if arg else on_cpu()
-
-
 def cpu_has_shadow_stack():
     """Whether the kernel found user shadow stacks on the CPU at boot (the
     cpuinfo flag user_shstk on x86, gcs on arm64)."""
