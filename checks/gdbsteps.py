@@ -11,6 +11,7 @@ was not exercised is a skip with its reason (the consumption steps of a
 caller without shadow stacks, a live SSP no gdbstub shows), counted as such;
 a skip anywhere else is a failure.
 """
+import argparse
 import json
 import os
 import sys
@@ -68,8 +69,19 @@ def judge(steps, gdb_rc, console_text, guest_text):
     return shstk_on, problems
 
 
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python3 -m checks.gdbsteps",
+                                description="Judge a make gdb-check run.")
+    p.add_argument("outdir", help="where gdb-steps.jsonl, console.log and guest.out are")
+    p.add_argument("arch", choices=("x86_64", "arm64"))
+    p.add_argument("gdb_rc", type=int, metavar="GDB_EXIT_STATUS",
+                   help="gdb's exit status (124: timed out)")
+    return p.parse_args(argv)
+
+
 def main(argv):
-    outdir, arch, gdb_rc = argv[1], argv[2], int(argv[3])
+    args = parse_args(argv[1:])
+    outdir, arch, gdb_rc = args.outdir, args.arch, args.gdb_rc
     steps = []
     try:
         with open(os.path.join(outdir, "gdb-steps.jsonl")) as f:

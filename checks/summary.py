@@ -18,6 +18,7 @@ keeps only its tail still names the failure, not just the step.  Each step
 with skips shows why, from its "# SKIP reason" lines, counted by reason: a
 skipped column without reasons would read like a quiet pass.
 """
+import argparse
 import json
 import os
 import re
@@ -86,15 +87,39 @@ def skip_reasons(text, limit=SHOWN_PER_STEP):
     return [(n, why) for why, n in ranked[:limit]]
 
 
+KINDS = ("unittest", "ktap", "build", "gdbsteps", "results:DIR")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="python3 -m checks.summary", description="Sum up the steps of make test.",
+        usage="%(prog)s LOGDIR NAME KIND RC [NAME KIND RC ...]",
+        epilog="KIND: " + ", ".join(KINDS) + "; each step's log is LOGDIR/NAME.log")
+    p.add_argument("logdir")
+    p.add_argument("steps", nargs="+", metavar="NAME KIND RC")
+    args = p.parse_args(argv)
+    if len(args.steps) % 3:
+        p.error(f"steps come as NAME KIND RC: {len(args.steps)} words is not a multiple of 3")
+    steps = []
+    for i in range(0, len(args.steps), 3):
+        name, kind, rc = args.steps[i:i + 3]
+        if kind not in KINDS[:-1] and not kind.startswith("results:"):
+            p.error(f"step {name}: unknown kind {kind!r} (use {', '.join(KINDS)})")
+        try:
+            steps.append((name, kind, int(rc)))
+        except ValueError:
+            p.error(f"step {name}: exit status {rc!r} is not a number")
+    return args.logdir, steps
+
+
 def main(argv):
-    logdir, rest = argv[1], argv[2:]
+    logdir, steps = parse_args(argv[1:])
     total = [0, 0, 0]
     failed_logs = []
     skipped_logs = []
-    width = max([len("step")] + [len(n) for n in rest[0::3]])
+    width = max([len("step")] + [len(n) for n, _, _ in steps])
     print(f"{'step':<{width}} {'passed':>7} {'failed':>7} {'skipped':>8}  exit")
-    for i in range(0, len(rest), 3):
-        name, kind, rc = rest[i], rest[i + 1], int(rest[i + 2])
+    for name, kind, rc in steps:
         try:
             with open(os.path.join(logdir, name + ".log"), errors="replace") as f:
                 text = f.read()
@@ -108,10 +133,8 @@ def main(argv):
             p, f_, s = (1, 0, 0) if rc == 0 else (0, 1, 0)
         elif kind == "gdbsteps":
             p, f_, s = count_closing_line(text)
-        elif kind.startswith("results:"):
-            p, f_, s = count_results(kind.split(":", 1)[1])
         else:
-            sys.exit(f"summary: unknown kind {kind!r}")
+            p, f_, s = count_results(kind.split(":", 1)[1])
         if rc != 0 and f_ == 0:
             f_ = 1
         if f_:

@@ -16,6 +16,7 @@ prints "# CASE: token T -> RET (want W)" for each call.  They must agree:
   - every call the guest made is in the trace, in order, and nothing in the
     trace is unexplained.
 """
+import argparse
 import os
 import re
 import sys
@@ -261,9 +262,24 @@ def check_vmas(events, seen, shstk_on, why=None):
     return rows, problems
 
 
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python3 -m checks.trace",
+                                description="Check a make trace run: the bpftrace log "
+                                "against what the guest saw.")
+    p.add_argument("outdir", help="where guest.out and console.log are")
+    p.add_argument("arch", choices=("x86_64", "arm64"))
+    p.add_argument("script", help="the trace/ script's name (token-validation, shstk-vmas, ...)")
+    p.add_argument("logcopy", help="where to write the trace log")
+    # Positional, and empty allowed, for scripts/trace.sh's "${PROG:+user}".
+    p.add_argument("mode", nargs="?", default="", choices=("", "user"),
+                   help="user: the guest ran the user's PROG, not the scenario")
+    return p.parse_args(argv)
+
+
 def main(argv):
-    outdir, arch, script, logcopy = argv[1:5]
-    user = len(argv) > 5 and argv[5] == "user"
+    args = parse_args(argv[1:])
+    outdir, arch, script, logcopy = args.outdir, args.arch, args.script, args.logcopy
+    user = args.mode == "user"
     with open(os.path.join(outdir, "guest.out"), errors="replace") as f:
         guest_text = f.read()
     try:
