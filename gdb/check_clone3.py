@@ -342,12 +342,20 @@ def check_child_ssp(case, pid, token):
                   pid=pid, ssp=live, token=token)
 
 
+# What shstk-clone-args's verdict (decode.clone3_verdict) says at each stage
+# of the kernel's checks: make debug must tell the user what the kernel does.
+DEBUG_VERDICT = {"accepted": "clone3(): accepted",
+                 "caller": "EINVAL in copy_thread()",
+                 "vma": "EFAULT in shstk_validate_clone()",
+                 "token": "EINVAL in arch_shstk_validate_clone()"}
+
+
 def check_commands(case, token):
     """make debug's own commands, run at the same stop: what they print must
     agree with what this script read (they share the readers, not the
     formatting, and nothing else runs them unattended)."""
     out = gdb.execute("shstk-clone-args", to_string=True)
-    want = [f"shadow_stack_token {token:#x}"]
+    want = [f"shadow_stack_token {token:#x}", DEBUG_VERDICT[scenario.stage(case, SHSTK_ON)]]
     if case == "valid" and SHSTK_ON:
         want += ["valid token", "in a shadow stack VMA"]
         out += gdb.execute("shstk-vmas", to_string=True)

@@ -207,6 +207,10 @@ STATE = State()
 
 
 def parse_and_eval(expr):
+    try:
+        return Value(int(expr, 0))
+    except ValueError:
+        pass
     if expr not in STATE.symbols:
         raise error(f'No symbol "{expr}" in current context.')
     v = STATE.symbols[expr]
