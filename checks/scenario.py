@@ -12,6 +12,8 @@ bpftrace logs.  Without a shadow stack in the caller every aligned token is
 refused at the same early stage, and what the other stages would have shown
 is not exercised: a skip, with the reason the emulator declares.
 """
+import argparse
+import sys
 from collections import namedtuple
 
 EINVAL, EFAULT = 22, 14
@@ -158,3 +160,56 @@ def scenario_check(program_on, declared_on, cpu_on, why=None):
         problems.append(f"the kernel sees a CPU with user shadow stacks "
                         f"{state_word(cpu_on)}, but {declared}")
     return not problems, expectation, problems
+
+
+# guest/shstk_gdb.c makes each kind of token (TOKEN_KINDS) and runs CASES in
+# order: scripts/build-guest.sh writes this header for it.
+TOKEN_KINDS = ("stack_token", "stack_token_minus_1", "stack_without_token", "ordinary_memory")
+ERRNO_NAMES = {0: "0", -EINVAL: "-EINVAL", -EFAULT: "-EFAULT"}
+
+
+def c_header():
+    """The cases as C, for guest/shstk_gdb.c (shstk_scenario.h)."""
+    kinds = "".join(f"\tSCENARIO_{k.upper()},\n" for k in TOKEN_KINDS)
+    cases = "".join(f'\t{{ "{c.name}", SCENARIO_{c.token.upper()}, '
+                    f'{ERRNO_NAMES[want_ret(c, True)]}, {ERRNO_NAMES[want_ret(c, False)]} }},\n'
+                    for c in CASES)
+    return f"""/* SPDX-License-Identifier: GPL-2.0 */
+/* Generated from checks/scenario.py by scripts/build-guest.sh: do not edit. */
+#ifndef SHSTK_SCENARIO_H
+#define SHSTK_SCENARIO_H
+
+#include <errno.h>
+
+/* The token a case passes to clone3(). */
+enum scenario_token {{
+{kinds}}};
+
+/* want: what clone3() returns (0 for the child's pid), with and without a
+ * shadow stack in the caller. */
+struct scenario_case {{
+	const char *name;
+	enum scenario_token token;
+	long want_with_shstk;
+	long want_without_shstk;
+}};
+
+static const struct scenario_case scenario_cases[] = {{
+{cases}}};
+
+#endif /* SHSTK_SCENARIO_H */
+"""
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog="python3 -m checks.scenario",
+                                description="The gdb scenario's one description, as C.")
+    p.add_argument("--c-header", action="store_true", required=True,
+                   help="print shstk_scenario.h for guest/shstk_gdb.c")
+    p.parse_args(argv)
+    sys.stdout.write(c_header())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

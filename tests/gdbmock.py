@@ -201,6 +201,7 @@ class State:
         self.frame = Frame()
         self.current_task = None    # what linux.cpus.get_current_task returns
         self.tasks_by_pid = {}
+        self.breakpoints = []       # every gdb.Breakpoint made
 
 
 STATE = State()
@@ -267,6 +268,7 @@ def _gdb_module():
     class Breakpoint:
         def __init__(self, spec, type=1, internal=False):
             self.spec, self.type = spec, type
+            STATE.breakpoints.append(self)
 
         def delete(self):
             pass

@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """checks/scenario.py: the one description of the gdb scenario."""
 import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gdb"))
@@ -63,6 +67,55 @@ class LiveSspRegisterTest(unittest.TestCase):
     def test_cpu_feature_words(self):
         self.assertEqual(decode.cpu_feature_word("x86_64"), ("boot_cpu_data.x86_capability[11]", 23))
         self.assertEqual(decode.cpu_feature_word("arm64"), ("elf_hwcap[0]", 32))
+
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class OneDescriptionTest(unittest.TestCase):
+    """The cases are written once: the guest program gets them as a header."""
+
+    def test_stages_follow_the_kernel(self):
+        self.assertEqual([scenario.stage(c, True) for c in scenario.CASE_NAMES],
+                         ["accepted", "args", "token", "vma", "token"])
+        self.assertEqual([scenario.stage(c, False) for c in scenario.CASE_NAMES],
+                         ["caller", "args", "caller", "caller", "caller"])
+        self.assertEqual([scenario.want_ret(c, True) for c in scenario.CASE_NAMES],
+                         [0, -22, -22, -14, -22])
+        self.assertEqual(scenario.gdb_path("valid", True),
+                         ["entry", "alloc", "alloc_ret", "validate", "validate_ret", "newtask",
+                          "parent"])
+        self.assertEqual(scenario.gdb_path("misaligned", False), ["entry", "parent"])
+
+    def test_header_lists_the_cases_in_order(self):
+        header = scenario.c_header()
+        rows = re.findall(r'\{ "(\w+)", SCENARIO_(\w+), (\S+), (\S+) \}', header)
+        self.assertEqual([r[0] for r in rows], scenario.CASE_NAMES)
+        self.assertEqual(rows[3], ("normal", "ORDINARY_MEMORY", "-EFAULT", "-EINVAL"))
+
+    def test_guest_program_makes_every_kind_of_token(self):
+        with open(os.path.join(TOP, "guest", "shstk_gdb.c")) as f:
+            source = f.read()
+        self.assertIn('#include "shstk_scenario.h"', source)
+        for kind in scenario.TOKEN_KINDS:
+            self.assertIn(f"SCENARIO_{kind.upper()}]", source)
+        # ... and spells no case of its own.
+        for name in scenario.CASE_NAMES:
+            self.assertNotIn(f'"{name}"', source)
+
+    @unittest.skipUnless(shutil.which("gcc"), "no host gcc to compile the header with")
+    def test_header_compiles(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run([sys.executable, "-m", "checks.scenario", "--c-header"], cwd=TOP,
+                               capture_output=True, text=True, check=True)
+            with open(os.path.join(d, "shstk_scenario.h"), "w") as f:
+                f.write(r.stdout)
+            with open(os.path.join(d, "t.c"), "w") as f:
+                f.write('#include "shstk_scenario.h"\n'
+                        "int main(void) { return scenario_cases[3].want_with_shstk != -EFAULT; }\n")
+            r = subprocess.run(["gcc", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                                os.path.join(d, "t.c")], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
 
 
 if __name__ == "__main__":
