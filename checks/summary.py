@@ -72,17 +72,21 @@ def failure_lines(text, limit=SHOWN_PER_STEP):
     return hits[:limit] + ([f"... and {more} more"] if more > 0 else [])
 
 
-SKIP_REASON = re.compile(r"# SKIP\s+(.*\S)")
+# A skip and its reason: "# SKIP reason" (KTAP, checks.gdbsteps,
+# checks.trace), or a checks.report table row "SKIP  (reason)" (XFAIL, a
+# known failure, counts as skipped there too).
+SKIP_REASON = re.compile(r"# SKIP\s+(.*\S)|\b(?:SKIP|XFAIL)\s+\((.*)\)\s*$")
 
 
 def skip_reasons(text, limit=SHOWN_PER_STEP):
-    """[(count, reason)] of a step's "# SKIP reason" lines, most frequent
-    first (ties in the order they first appear)."""
+    """[(count, reason)] of a step's skip lines, most frequent first (ties in
+    the order they first appear)."""
     counts = {}
     for line in text.splitlines():
         m = SKIP_REASON.search(line)
         if m:
-            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+            why = m.group(1) or m.group(2)
+            counts[why] = counts.get(why, 0) + 1
     ranked = sorted(counts.items(), key=lambda kv: -kv[1])
     return [(n, why) for why, n in ranked[:limit]]
 
