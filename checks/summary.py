@@ -14,8 +14,11 @@ failure more: a step can never fail silently.
 
 Between the table and the total, each failed step shows the lines of its log
 that say what failed (FAIL, "not ok", errors), a few per step: a CI log that
-keeps only its tail still names the failure, not just the step.
+keeps only its tail still names the failure, not just the step.  Each step
+with skips shows why, from its "# SKIP reason" lines, counted by reason: a
+skipped column without reasons would read like a quiet pass.
 """
+import argparse
 import json
 import os
 import re
@@ -69,14 +72,58 @@ def failure_lines(text, limit=SHOWN_PER_STEP):
     return hits[:limit] + ([f"... and {more} more"] if more > 0 else [])
 
 
+# A skip and its reason: "# SKIP reason" (KTAP, checks.gdbsteps,
+# checks.trace), or a checks.report table row "SKIP  (reason)" (XFAIL, a
+# known failure, counts as skipped there too).
+SKIP_REASON = re.compile(r"# SKIP\s+(.*\S)|\b(?:SKIP|XFAIL)\s+\((.*)\)\s*$")
+
+
+def skip_reasons(text, limit=SHOWN_PER_STEP):
+    """[(count, reason)] of a step's skip lines, most frequent first (ties in
+    the order they first appear)."""
+    counts = {}
+    for line in text.splitlines():
+        m = SKIP_REASON.search(line)
+        if m:
+            why = m.group(1) or m.group(2)
+            counts[why] = counts.get(why, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    return [(n, why) for why, n in ranked[:limit]]
+
+
+KINDS = ("unittest", "ktap", "build", "gdbsteps", "results:DIR")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="python3 -m checks.summary", description="Sum up the steps of make test.",
+        usage="%(prog)s LOGDIR NAME KIND RC [NAME KIND RC ...]",
+        epilog="KIND: " + ", ".join(KINDS) + "; each step's log is LOGDIR/NAME.log")
+    p.add_argument("logdir")
+    p.add_argument("steps", nargs="+", metavar="NAME KIND RC")
+    args = p.parse_args(argv)
+    if len(args.steps) % 3:
+        p.error(f"steps come as NAME KIND RC: {len(args.steps)} words is not a multiple of 3")
+    steps = []
+    for i in range(0, len(args.steps), 3):
+        name, kind, rc = args.steps[i:i + 3]
+        if kind not in KINDS[:-1] and not kind.startswith("results:"):
+            p.error(f"step {name}: unknown kind {kind!r} (use {', '.join(KINDS)})")
+        try:
+            steps.append((name, kind, int(rc)))
+        except ValueError:
+            p.error(f"step {name}: exit status {rc!r} is not a number")
+    return args.logdir, steps
+
+
 def main(argv):
-    logdir, rest = argv[1], argv[2:]
+    logdir, steps = parse_args(argv[1:])
     total = [0, 0, 0]
     failed_logs = []
-    width = max([len("step")] + [len(n) for n in rest[0::3]])
+    skipped_logs = []
+    width = max([len("step")] + [len(n) for n, _, _ in steps])
     print(f"{'step':<{width}} {'passed':>7} {'failed':>7} {'skipped':>8}  exit")
-    for i in range(0, len(rest), 3):
-        name, kind, rc = rest[i], rest[i + 1], int(rest[i + 2])
+    for name, kind, rc in steps:
         try:
             with open(os.path.join(logdir, name + ".log"), errors="replace") as f:
                 text = f.read()
@@ -90,17 +137,22 @@ def main(argv):
             p, f_, s = (1, 0, 0) if rc == 0 else (0, 1, 0)
         elif kind == "gdbsteps":
             p, f_, s = count_closing_line(text)
-        elif kind.startswith("results:"):
-            p, f_, s = count_results(kind.split(":", 1)[1])
         else:
-            sys.exit(f"summary: unknown kind {kind!r}")
+            p, f_, s = count_results(kind.split(":", 1)[1])
         if rc != 0 and f_ == 0:
             f_ = 1
         if f_:
             failed_logs.append((name, text))
+        if s:
+            skipped_logs.append((name, s, text))
         print(f"{name:<{width}} {p:>7} {f_:>7} {s:>8}  {rc}")
         for j, v in enumerate((p, f_, s)):
             total[j] += v
+    # Skips first: the failures stay next to the total, in a log's tail.
+    for name, n, text in skipped_logs:
+        print(f"{name} skipped {n}:")
+        for count, why in skip_reasons(text) or [(n, "(its log gives no reason; see the log)")]:
+            print(f"  {count:>4}  {why[:150]}")
     for name, text in failed_logs:
         print(f"{name} failed ({os.path.join(logdir, name + '.log')}):")
         for line in failure_lines(text) or ["(its log names no failure; see the log)"]:

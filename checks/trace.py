@@ -16,15 +16,33 @@ prints "# CASE: token T -> RET (want W)" for each call.  They must agree:
   - every call the guest made is in the trace, in order, and nothing in the
     trace is unexplained.
 """
+import argparse
 import os
 import re
 import sys
 
-from checks import console, ktap
+from checks import console, ktap, scenario
 
-EINVAL, EFAULT = 22, 14
+EINVAL, EFAULT = scenario.EINVAL, scenario.EFAULT
 LINE_RE = re.compile(r"^(\w+) (.*)$")
 CASE_RE = re.compile(r"^# (\w+): token (0x[0-9a-f]+) -> (-?\d+) \(want (-?\d+)\)")
+STATE_RE = re.compile(r"^# shadow stack (enabled|not available)(?:: (.*\S))?")
+CMDLINE_RE = re.compile(r"[Cc]ommand line: (.*)")
+
+
+def shadow_stack_state(program_lines, guest_text, console_text):
+    """(on, why) of the scenario's caller: what the program says (its
+    "# shadow stack ..." line), else what the guest's init saw on the CPU;
+    why it is off, from the program, else from the emulator's declaration
+    on the kernel command line."""
+    said = [m for m in map(STATE_RE.match, program_lines) if m]
+    on = said[0].group(1) == "enabled" if said else "cpu_shstk=yes" in guest_text
+    why = said[0].group(2) if said else None
+    if not on and not why:
+        m = CMDLINE_RE.search(console_text)
+        why = scenario.declared_shadow_stack(m.group(1) if m else "")[1] or \
+            "the program could not enable shadow stacks"
+    return on, why
 
 
 def parse_trace(lines):
@@ -110,82 +128,158 @@ def check_call(call, arch):
     return problems
 
 
-def where_refused(call):
-    if call["ret"] and call["ret"] > 0:
-        return "accepted: validated (0), new task on token + 8"
-    names = [ev for ev, f in call["events"]]
+def stage_of(call):
+    """The stage of the kernel's checks (checks/scenario.py) where the traced
+    call ended, from its events; None if they say nothing clear."""
+    if call["ret"] is not None and call["ret"] > 0:
+        return "accepted"
     if call["token"] % 8:
-        return "clone3_args_valid (misaligned)"
+        return "args"
+    names = [ev for ev, f in call["events"]]
     for ev, f in call["events"]:
         if ev == "alloc" and f.get("ret") == -EINVAL:
-            return "copy_thread: no shadow stack in the caller"
+            return "caller"
         if ev == "validate" and f.get("ret") == -EINVAL:
-            return "arch_shstk_validate_clone: not the token"
+            return "token"
     if "alloc" in names and "validate" not in names:
-        return "shstk_validate_clone: not a shadow stack VMA"
-    return "?"
+        return "vma"
+    return None
 
 
-def check_token_calls(events, seen, arch):
+def describe(stage):
+    st = scenario.STAGES[stage]
+    return f"{st.function}: {st.refusal}" if stage != "accepted" else st.refusal
+
+
+def not_exercised_rows(seen, shstk_on, why, what):
+    """Skip rows for what a caller with a shadow stack would have shown and
+    this one did not (@what says which part of it each row is)."""
+    rows = []
+    for token, _, name in seen:
+        case = scenario.BY_NAME.get(name)
+        if case and not shstk_on and scenario.stage(case, False) != case.stage:
+            rows.append((token, None, f"{name}: {what(case.stage)}", "skip", why))
+    return rows
+
+
+def check_token_calls(events, seen, arch, shstk_on=True, why=None):
     """trace/token-validation.bt against the guest's cases: (rows, problems).
 
     Each traced clone3() call is explained by its events (check_call), and
-    the calls the guest made are the traced ones, in order.
-    """
+    each row is the guest's call at the same place: the same token, the
+    return the guest saw (the pid it prints as 0), and the stage the
+    scenario says the kernel stops that case at.  Rows are (token, ret,
+    where, verdict, reason)."""
     calls, stray = group_calls(events)
     problems = [f"unexplained trace event {ev} {f}" for ev, f in stray]
     rows = []
-    for call in calls:
-        call_problems = check_call(call, arch)
-        problems += call_problems
-        rows.append((call["token"], call["ret"], where_refused(call), not call_problems))
-    if seen:
-        guest_calls = [(t, 0 if r == 0 else r) for t, r, _ in seen]
-        # clone3 returns the pid on success; the scenario prints 0 for it.
-        traced = [(c["token"], 0 if c["ret"] is not None and c["ret"] > 0 else c["ret"]) for c in calls]
-        if guest_calls != traced:
-            problems.append(f"the guest's calls {guest_calls} are not the traced ones {traced}")
+    if not seen:
+        # A program of the user's: each call explained by its own events.
+        for call in calls:
+            call_problems = check_call(call, arch)
+            problems += call_problems
+            stage = stage_of(call)
+            rows.append((call["token"], call["ret"], describe(stage) if stage else "?",
+                         "fail" if call_problems else "pass", None))
+        return rows, problems
+    for i, (token, ret, name) in enumerate(seen):
+        if i >= len(calls):
+            problems.append(f"{name}: the guest's call with token {token:#x} is not in the trace")
+            rows.append((token, ret, f"{name}: never traced", "fail", None))
+            continue
+        call = calls[i]
+        row_problems = check_call(call, arch)
+        traced_ret = 0 if call["ret"] is not None and call["ret"] > 0 else call["ret"]
+        if call["token"] != token:
+            row_problems.append(f"{name}: traced token {call['token']:#x}, "
+                                f"the guest passed {token:#x}")
+        if traced_ret != ret:
+            row_problems.append(f"{name}: traced return {call['ret']}, the guest saw {ret}")
+        want = scenario.stage(name, shstk_on) if name in scenario.BY_NAME else None
+        got = stage_of(call)
+        if want is None:
+            row_problems.append(f"{name}: not a case of the scenario")
+        elif got != want:
+            row_problems.append(f"{name}: ended at {describe(got) if got else 'no clear stage'}, "
+                                f"not {describe(want)}")
+        problems += row_problems
+        rows.append((call["token"], call["ret"], f"{name}: {describe(want or got or 'args')}",
+                     "fail" if row_problems else "pass", None))
+    problems += [f"unexplained traced call with token {c['token']:#x}" for c in calls[len(seen):]]
+    rows += not_exercised_rows(seen, shstk_on, why, lambda st: "not exercised: " + describe(st))
     return rows, problems
 
 
-def check_vmas(events, seen, shstk):
+def check_vmas(events, seen, shstk_on, why=None):
     """trace/shstk-vmas.bt against the guest's cases: (rows, problems).
 
-    Every aligned token from a caller with shadow stacks reaches copy_thread(),
-    which points the new task's shadow stack at token + 8 before the token is
-    checked (copy_process() may refuse it after); a misaligned one never gets
-    there, nor does any token from a caller without shadow stacks.  An
-    accepted token lies in a stack that map_shadow_stack() returned.
+    A token that reaches the arch copy_thread hook (checks/scenario.py) gets
+    one copy_thread event, in the order of the calls, with the shadow stack
+    pointer at token + 8 (copy_process() may refuse the token after); one
+    that does not (misaligned, or any from a caller without shadow stacks)
+    gets none: the next event, if any, is another call's.  An accepted
+    token lies in a stack that map_shadow_stack() returned.
     """
     maps = [(f.get("addr", 0), f.get("size", 0)) for ev, f in events if ev == "map"]
     threads = [f for ev, f in events if ev == "copy_thread" and f.get("kernel") == 0]
     rows, problems, i = [], [], 0
-    for token, ret, _ in seen:
-        if token % 8 or not shstk:
-            why = "misaligned" if token % 8 else "caller without shadow stack"
-            rows.append((token, ret, f"{why}: no copy_thread shadow stack", True))
+    for token, ret, name in seen:
+        stage = scenario.stage(name, shstk_on) if name in scenario.BY_NAME else None
+        if stage is None:
+            problems.append(f"{name}: not a case of the scenario")
+            rows.append((token, ret, f"{name}: not a case of the scenario", "fail", None))
             continue
-        if i >= len(threads):
-            problems.append(f"token {token:#x}: no copy_thread event")
-            rows.append((token, ret, "copy_thread never traced", False))
+        nxt = threads[i].get("ssp", threads[i].get("gcspr")) if i < len(threads) else None
+        if not scenario.reaches_copy_thread(stage):
+            ok = nxt != token + 8
+            if not ok:
+                i += 1      # its event: the next call's is after it
+                problems.append(f"{name}: copy_thread set up a shadow stack from token "
+                                f"{token:#x}, which {describe(stage)}")
+            rows.append((token, ret, f"{name}: no copy_thread shadow stack ({describe(stage)})",
+                         "pass" if ok else "fail", None))
             continue
-        sp = threads[i].get("ssp", threads[i].get("gcspr"))
+        if nxt is None:
+            problems.append(f"{name}: token {token:#x}: no copy_thread event")
+            rows.append((token, ret, f"{name}: copy_thread never traced", "fail", None))
+            continue
         i += 1
-        ok = sp == token + 8
+        ok = nxt == token + 8
         if not ok:
-            problems.append(f"token {token:#x}: copy_thread set the shadow stack pointer to {sp}, not token + 8")
+            problems.append(f"{name}: token {token:#x}: copy_thread set the shadow stack "
+                            f"pointer to {nxt:#x}, not token + 8")
         if ret == 0 and not any(a <= token < a + n for a, n in maps):
             ok = False
-            problems.append(f"token {token:#x}: accepted, but in no traced map_shadow_stack() range")
-        rows.append((token, ret, "copy_thread: shadow stack pointer token + 8"
-                     + (", in a mapped stack" if ret == 0 else ""), ok))
+            problems.append(f"{name}: token {token:#x}: accepted, but in no traced "
+                            f"map_shadow_stack() range")
+        rows.append((token, ret, f"{name}: copy_thread: shadow stack pointer token + 8"
+                     + (", in a mapped stack" if ret == 0 else ""), "pass" if ok else "fail", None))
     problems += [f"unexplained copy_thread {f}" for f in threads[i:]]
+    rows += not_exercised_rows(
+        seen, shstk_on, why,
+        lambda st: "not exercised: copy_thread would set the shadow stack pointer to token + 8"
+        if scenario.reaches_copy_thread(st) else "not exercised: " + describe(st))
     return rows, problems
 
 
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python3 -m checks.trace",
+                                description="Check a make trace run: the bpftrace log "
+                                "against what the guest saw.")
+    p.add_argument("outdir", help="where guest.out and console.log are")
+    p.add_argument("arch", choices=("x86_64", "arm64"))
+    p.add_argument("script", help="the trace/ script's name (token-validation, shstk-vmas, ...)")
+    p.add_argument("logcopy", help="where to write the trace log")
+    # Positional, and empty allowed, for scripts/trace.sh's "${PROG:+user}".
+    p.add_argument("mode", nargs="?", default="", choices=("", "user"),
+                   help="user: the guest ran the user's PROG, not the scenario")
+    return p.parse_args(argv)
+
+
 def main(argv):
-    outdir, arch, script, logcopy = argv[1:5]
-    user = len(argv) > 5 and argv[5] == "user"
+    args = parse_args(argv[1:])
+    outdir, arch, script, logcopy = args.outdir, args.arch, args.script, args.logcopy
+    user = args.mode == "user"
     with open(os.path.join(outdir, "guest.out"), errors="replace") as f:
         guest_text = f.read()
     try:
@@ -195,7 +289,7 @@ def main(argv):
         console_text = ""
     _, progs, done = ktap.parse(guest_text)
     trace = next((p for p in progs if p.name == f"trace:{script}"), None)
-    scenario = next((p for p in progs if not p.name.startswith("trace:")), None)
+    program = next((p for p in progs if not p.name.startswith("trace:")), None)
     problems = []
     if trace is None:
         problems.append(f"no trace:{script} block: bpftrace never ran")
@@ -211,38 +305,44 @@ def main(argv):
     if not done:
         problems.append("the guest never finished")
     problems += [f"kernel {k}: {line}" for k, line in console.scan(console_text)]
-    if scenario is None:
+    if program is None:
         problems.append("the guest program never ran")
     else:
-        problems += [f"guest {scenario.name}: {p}" for p in scenario.problems]
+        problems += [f"guest {program.name}: {p}" for p in program.problems]
 
     seen = []
-    if scenario is not None and not user:
+    program_lines = program.lines if program is not None else []
+    if program is not None and not user:
         seen = [(int(m.group(2), 16), int(m.group(3)), m.group(1))
-                for m in (CASE_RE.match(line) for line in scenario.lines) if m]
+                for m in (CASE_RE.match(line) for line in program_lines) if m]
         if not seen:
             problems.append("the scenario printed no cases")
+    shstk_on, why = shadow_stack_state(program_lines, guest_text, console_text)
     events = parse_trace(trace_lines)
     if script == "token-validation":
-        rows, script_problems = check_token_calls(events, seen, arch)
+        rows, script_problems = check_token_calls(events, seen, arch, shstk_on, why)
     elif script == "shstk-vmas":
         rows, script_problems = ([], []) if user else \
-            check_vmas(events, seen, "cpu_shstk=yes" in guest_text)
+            check_vmas(events, seen, shstk_on, why)
     else:
         # A script of the user's: only what holds for any script is checked.
         print(f"{arch:<7} (no check of the events of trace/{script}.bt: bpftrace, console and guest only)")
         rows, script_problems = [], []
     problems += script_problems
 
-    passed = sum(ok for *_, ok in rows)
+    passed = sum(verdict == "pass" for *_, verdict, _ in rows)
+    skipped = sum(verdict == "skip" for *_, verdict, _ in rows)
     print(f"{'arch':<7} {'token':<18} {'clone3':>7}  where")
-    for token, ret, where, ok in rows:
-        print(f"{arch:<7} {token:<#18x} {ret:>7}  {where}  {'PASS' if ok else 'FAIL'}")
+    for token, ret, where, verdict, reason in rows:
+        shown = "-" if ret is None else ret
+        print(f"{arch:<7} {token:<#18x} {shown:>7}  {where}  {verdict.upper()}"
+              + (f"  # SKIP {reason}" if verdict == "skip" else ""))
     for p in problems:
         print(f"{arch:<7} FAIL  {p}")
     print(f"trace log: {logcopy}")
-    # Each traced call that checks out passes; every problem is a failure.
-    print(f"trace {arch}: {passed} passed, {len(problems)} failed, 0 skipped")
+    # Each row that checks out passes, each one not exercised is a skip;
+    # every problem is a failure.
+    print(f"trace {arch}: {passed} passed, {len(problems)} failed, {skipped} skipped")
     return 1 if problems else 0
 
 

@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """make gdb-check: a scripted, checked step-through of clone3() with a user
-shadow stack, run by gdb in batch mode against QEMU's gdbstub.
+shadow stack, run by gdb in batch mode against the emulator's gdbstub.
 
-The guest runs guest/shstk_gdb.c, whose five clone3() calls come in a fixed
-order (valid, misaligned, no_token, normal, reused).  At every stop this
-script reads the kernel's and the program's state by name, checks it, and
-appends one JSON line to the step log; scripts/gdb-check.sh and
-checks/gdbsteps.py judge the log.
+The guest runs guest/shstk_gdb.c, whose clone3() calls checks/scenario.py
+describes (the cases, their order, where the kernel stops each and what it
+returns).  At every stop one handler reads the kernel's and the program's
+state by name, checks it against the scenario, and appends one JSON line to
+the step log; scripts/gdb-check.sh and checks/gdbsteps.py judge the log.
 
 Configuration comes from the environment (set by scripts/gdb-check.sh):
-see shstk/session.py, and SHSTK_STEPS, the JSON-lines step log.
+see shstk/session.py, SHSTK_EMU, and SHSTK_STEPS, the JSON-lines step log.
+Importing this file does nothing; gdb runs it as a script (main()).
 """
 import json
 import os
@@ -19,98 +20,82 @@ import sys
 import gdb
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+from checks import scenario  # noqa: E402
+
 PROG_COMM = "shstk_gdb"
-CASES = ["valid", "misaligned", "no_token", "normal", "reused"]
-EINVAL, EFAULT = 22, 14
 # struct clone_args: shadow_stack_token is the u64 at offset 88 (VER3).
 TOKEN_OFFSET = 88
-
-sys.path.insert(0, HERE)
-from shstk import session  # noqa: E402
-
-session.attach()
-
-from shstk import decode, ssp, tasks, usermem, vmas  # noqa: E402  (after the kernel's scripts)
-
-ARCH = tasks.arch()
-log = open(os.environ["SHSTK_STEPS"], "w")
-last_hit = []
-
-
-def record(step, case, location, expectation, ok, **facts):
-    entry = {"step": step, "case": case, "location": location,
-             "expectation": expectation, "verdict": "pass" if ok else "fail"}
-    entry.update({k: (f"{v:#x}" if isinstance(v, int) and k in HEX else v)
-                  for k, v in facts.items()})
-    log.write(json.dumps(entry) + "\n")
-    log.flush()
-    gdb.write(f"[gdb-check] {'PASS' if ok else 'FAIL'} {case}: {step}: {expectation}\n")
-    return ok
-
-
 HEX = {"token", "token_word", "ssp", "word_before", "word_after", "expected_word"}
+# What shstk-clone-args's verdict (decode.clone3_verdict) says at each stage
+# of the kernel's checks: make debug must tell the user what the kernel does.
+DEBUG_VERDICT = {"accepted": "clone3(): accepted",
+                 "caller": "EINVAL in copy_thread()",
+                 "vma": "EFAULT in shstk_validate_clone()",
+                 "token": "EINVAL in arch_shstk_validate_clone()"}
 
 
-def ours():
-    try:
-        return tasks.comm(tasks.on_cpu()) == PROG_COMM
-    except gdb.error as e:
-        # Say so: a stop skipped here shows up later as a missing step.
-        gdb.write(f"[gdb-check] could not tell whose stop this is: {e}\n")
-        return False
+def helpers():
+    """gdb/shstk's modules, importable only once the kernel's scripts are
+    loaded (session.attach())."""
+    from shstk import decode, ssp, tasks, usermem, vmas
+    return decode, ssp, tasks, usermem, vmas
 
 
-EMU = os.environ.get("SHSTK_EMU", "qemu")
+class Run:
+    """One gdb-check run: the step log, the emulator, the stops that hit,
+    and the caller's shadow stack state once step 0 has read it."""
 
+    def __init__(self, log, arch, emu):
+        self.log, self.arch, self.emu = log, arch, emu
+        self.hits = []
+        self.shstk_on = None
+        self.why = None
 
-def system_map():
-    """{name: address} of the functions in the kernel's System.map."""
-    path = os.path.join(os.path.dirname(os.environ["SHSTK_VMLINUX"]), "System.map")
-    with open(path) as f:
-        return {name: int(addr, 16) for addr, kind, name in
-                (line.split()[:3] for line in f) if kind in "Tt"}
+    def _write(self, entry, facts):
+        entry.update({k: (f"{v:#x}" if isinstance(v, int) and k in HEX else v)
+                      for k, v in facts.items()})
+        self.log.write(json.dumps(entry) + "\n")
+        self.log.flush()
 
+    def record(self, step, case, location, expectation, ok, **facts):
+        self._write({"step": step, "case": case, "location": location,
+                     "expectation": expectation, "verdict": "pass" if ok else "fail"}, facts)
+        gdb.write(f"[gdb-check] {'PASS' if ok else 'FAIL'} {case}: {step}: {expectation}\n")
+        return ok
 
-def at(function):
-    """A breakpoint spec for @function.  On Bochs, its address: resolving a
-    function name makes gdb read the code (to skip an endbr64), and Bochs's
-    gdbstub crashes on a read it cannot translate, as every kernel address is
-    while the CPU is still in real mode.  The address comes from System.map:
-    the debug info also describes the __weak arch_shstk_validate_clone() the
-    linker dropped, and gdb may pick that one."""
-    if EMU != "bochs":
-        return function
-    return f"*{system_map()[function]:#x}"
-
-
-class Stop(gdb.Breakpoint):
-    """A breakpoint that stops only for the guest program and says it hit."""
-
-    def __init__(self, name, spec, hardware=False):
-        kind = gdb.BP_HARDWARE_BREAKPOINT if hardware else gdb.BP_BREAKPOINT
-        super().__init__(spec if spec.startswith("*") else at(spec), type=kind, internal=True)
-        self.name = name
-
-    def stop(self):
-        if not ours():
-            return False
-        last_hit.append(self.name)
+    def skip(self, step, case, location, expectation, reason, **facts):
+        """A step that was not exercised, and why: neither a pass nor a failure."""
+        self._write({"step": step, "case": case, "location": location,
+                     "expectation": expectation, "verdict": "skip", "reason": reason}, facts)
+        gdb.write(f"[gdb-check] SKIP {case}: {step}: {expectation}: {reason}\n")
         return True
 
+    def reg(self, name):
+        return int(gdb.parse_and_eval(f"(long)${name}"))
 
-class Return(gdb.FinishBreakpoint):
-    """The return of the function in the newest frame."""
+    def returned(self, bits):
+        """The value the function just returned, from the ABI's return
+        register (x0 or rax), as a @bits-wide signed integer."""
+        v = self.reg("x0" if self.arch == "arm64" else "rax") & ((1 << bits) - 1)
+        return v - (1 << bits) if v >> (bits - 1) else v
+
+
+class Case:
+    """One clone3() call being followed: what its stops have read so far."""
 
     def __init__(self, name):
-        super().__init__(gdb.newest_frame(), internal=True)
         self.name = name
+        self.seen = []
+        self.token = 0
+        self.alloc_task = None
+        self.mm = None
+        self.word_before = None
 
-    def stop(self):
-        last_hit.append(self.name)
-        return True
-
-    def out_of_scope(self):
-        last_hit.append(self.name + ":lost")
+    def done(self, run):
+        need_child = scenario.stage(self.name, run.shstk_on) == "accepted"
+        return "parent" in self.seen and (not need_child or "child" in self.seen)
 
 
 def first_arg():
@@ -123,229 +108,327 @@ def first_arg():
     raise gdb.GdbError(f"{frame.name()} has no arguments")
 
 
-def reg(name):
-    return int(gdb.parse_and_eval(f"(long)${name}"))
-
-
-def syscall_args():
-    """(uargs, size) of clone3 at the syscall wrapper's entry."""
-    regs = gdb.parse_and_eval("regs")
-    if ARCH == "arm64":
-        return int(regs["regs"][0]), int(regs["regs"][1])
-    return int(regs["di"]), int(regs["si"])
-
-
 def ss_vmas(task):
-    return [f"{d['start']:#x}-{d['end']:#x}" for d in map(vmas.describe, vmas.vmas(task)) if d["ss"]]
+    _, _, _, _, vmas = helpers()
+    return [f"{d['start']:#x}-{d['end']:#x}" for d in map(vmas.describe, vmas.vmas(task))
+            if d["shadow_stack"]]
 
 
-alloc_fn = "gcs_alloc_thread_stack" if ARCH == "arm64" else "shstk_alloc_thread_stack"
-entry_fn = "__arm64_sys_clone3" if ARCH == "arm64" else "__x64_sys_clone3"
-Stop("entry", entry_fn)
-Stop("alloc", alloc_fn)
-Stop("validate", "arch_shstk_validate_clone")
-Stop("newtask", "wake_up_new_task")
-# User addresses: hardware breakpoints on QEMU (no write into the program's
-# text); Bochs's gdbstub matches both kinds by address, but only reports
-# software ones with the PC gdb expects.
-HW = EMU == "qemu"
-Stop("child", "*shstk_child_entry", hardware=HW)
-Stop("parent", "*shstk_parent_return", hardware=HW)
+def alloc_function(arch):
+    return "gcs_alloc_thread_stack" if arch == "arm64" else "shstk_alloc_thread_stack"
 
 
-SHSTK_ON = None
+def entry_function(arch):
+    return "__arm64_sys_clone3" if arch == "arm64" else "__x64_sys_clone3"
 
 
-def shstk_enabled_in(task):
-    """The guest program's own shstk_enabled flag, read from its memory."""
+# One handler per stop: (run, case) -> whether its checks held.
+
+def on_entry(run, case):
+    """Step 0 at the first call, then step 1: clone_args as the caller
+    passed them, read from its memory."""
+    decode, _, tasks, usermem, vmas = helpers()
+    task = tasks.on_cpu()
+    ok = True
+    if run.shstk_on is None:
+        ok &= check_scenario(run, case.name, task)
+    regs = gdb.parse_and_eval("regs")
+    if run.arch == "arm64":
+        uargs, size = int(regs["regs"][0]), int(regs["regs"][1])
+    else:
+        uargs, size = int(regs["di"]), int(regs["si"])
+    mm = usermem.task_mm(task)
+    raw = usermem.read_bytes(mm, uargs, size) if 0 < size <= 4096 else None
+    token = struct.unpack_from("<Q", raw, TOKEN_OFFSET)[0] if raw and size >= 96 else 0
+    case.token = token
+    word = usermem.read_u64(mm, token & ~7) if token else None
+    v = vmas.find(task, token) if token else None
+    in_ss = bool(v and vmas.describe(v)["shadow_stack"])
+    valid, why = decode.token_verdict(run.arch, token, word)
+    if scenario.stage(case.name, run.shstk_on) == "accepted":
+        expect, good = "the token lies in a shadow stack VMA and holds a valid token", \
+            in_ss and valid
+    else:
+        expect, good = "clone_args read from the caller's memory", raw is not None
+    return ok & run.record(scenario.STEP_ENTRY, case.name, entry_function(run.arch), expect, good,
+                           pid=int(task["pid"]), token=token, token_word=word or 0, detail=why,
+                           in_shadow_stack_vma=in_ss, shadow_stack_vmas=ss_vmas(task),
+                           struct_size=size)
+
+
+def check_scenario(run, case, task):
+    """Step 0: the program's shadow stack state is what this emulator and CPU
+    are declared to provide (scripts/emulators/ puts shstk.why= on the
+    kernel command line where they have none), and what the kernel found on
+    the CPU."""
+    _, _, tasks, usermem, _ = helpers()
     addr = int(gdb.parse_and_eval("(unsigned long)&shstk_enabled"))
     raw = usermem.read_bytes(usermem.task_mm(task), addr, 1)
-    return bool(raw and raw[0])
+    run.shstk_on = program_on = bool(raw and raw[0])
+    declared_on, run.why = scenario.declared_shadow_stack(tasks.kernel_cmdline())
+    try:
+        cpu_on = tasks.cpu_has_shadow_stack()
+    except gdb.error as e:
+        gdb.write(f"[gdb-check] could not read the kernel's CPU features: {e}\n")
+        cpu_on = None
+    good, expect, problems = scenario.scenario_check(program_on, declared_on, cpu_on, run.why)
+    return run.record(scenario.STEP_SCENARIO, case, PROG_COMM, expect, good,
+                      shadow_stack_enabled=program_on, declared=declared_on,
+                      cpu_shadow_stack=cpu_on, reason=run.why, problems=problems)
 
 
-def want_ret(case):
-    if not SHSTK_ON:
-        return -EINVAL          # every token refused: no shadow stack
-    return {"valid": 0, "misaligned": -EINVAL, "no_token": -EINVAL,
-            "normal": -EFAULT, "reused": -EINVAL}[case]
+def on_alloc(run, case):
+    """The arch copy_thread hook's entry: make debug's commands here."""
+    Return(run, "alloc_ret")
+    case.alloc_task = first_arg().dereference()
+    return check_commands(run, case)
 
 
-def expected_path(case):
-    """The stops a case must make, in order (the child's own stop, which
-    may come before or after the caller's, is checked apart)."""
-    if case == "misaligned":
-        return ["entry", "parent"]
-    if not SHSTK_ON or case == "normal":
-        return ["entry", "alloc", "alloc_ret", "parent"]
-    if case == "valid":
-        return ["entry", "alloc", "alloc_ret", "validate", "validate_ret", "newtask", "parent"]
-    return ["entry", "alloc", "alloc_ret", "validate", "validate_ret", "parent"]
-
-
-def run_case(case):
-    """Follow one clone3() from its entry to the caller's return (and, for
-    the valid case, the child's first instruction), checking every stop."""
-    global SHSTK_ON
-    ok = True
-    seen = []
-    token = 0
-    st = {}
-    while True:
-        need_child = case == "valid" and SHSTK_ON
-        if "parent" in seen and (not need_child or "child" in seen):
-            break
-        last_hit.clear()
-        gdb.execute("continue")
-        if not last_hit:
-            raise gdb.GdbError("stopped, but not at one of ours")
-        hit = last_hit[-1]
-        seen.append(hit)
-        task = tasks.on_cpu()
-        pid = int(task["pid"])
-        if hit == "entry":
-            if SHSTK_ON is None:
-                SHSTK_ON = shstk_enabled_in(task)
-                record("0 scenario", case, PROG_COMM, "the program reports its shadow stack state",
-                       True, shadow_stack_enabled=SHSTK_ON)
-            uargs, size = syscall_args()
-            mm = usermem.task_mm(task)
-            raw = usermem.read_bytes(mm, uargs, size) if 0 < size <= 4096 else None
-            token = struct.unpack_from("<Q", raw, TOKEN_OFFSET)[0] if raw and size >= 96 else 0
-            word = usermem.read_u64(mm, token & ~7) if token else None
-            v = vmas.find(task, token) if token else None
-            in_ss = bool(v and vmas.describe(v)["ss"])
-            valid, why = decode.token_verdict(ARCH, token, word)
-            if case == "valid" and SHSTK_ON:
-                expect, good = "the token lies in a shadow stack VMA and holds a valid token", \
-                    in_ss and valid
-            else:
-                expect, good = "clone_args read from the caller's memory", raw is not None
-            ok &= record("1 clone3 entry", case, entry_fn, expect, good, pid=pid, token=token,
-                         token_word=word or 0, detail=why, in_shadow_stack_vma=in_ss,
-                         shadow_stack_vmas=ss_vmas(task), struct_size=size)
-        elif hit == "alloc":
-            st["alloc_task"] = first_arg().dereference()
-            ok &= check_commands(case, token)
-            Return("alloc_ret")
-        elif hit == "alloc_ret":
-            # gcs_alloc_thread_stack() returns int, shstk_alloc_thread_stack()
-            # unsigned long (an address, or an error as a negative value).
-            ret = last_return_value("alloc_ret", 32 if ARCH == "arm64" else 64)
-            if not SHSTK_ON:
-                expect, good = "refuses the token: the caller has no shadow stack (-EINVAL)", \
-                    ret == -EINVAL
-                facts = {}
-            elif ARCH == "arm64":
-                child_ssp = int(st["alloc_task"]["thread"]["gcspr_el0"]) & (2**64 - 1)
-                expect = "returns 0; the new task's thread.gcspr_el0 is token + 8"
-                good = ret == 0 and child_ssp == token + 8
-                facts = {"ssp": child_ssp}
-            else:
-                expect, good = "returns token + 8, the new task's SSP", ret == token + 8
-                facts = {}
-            ok &= record("2 copy_thread: " + alloc_fn, case, alloc_fn, expect, good,
-                         ret=ret, token=token, **facts)
-        elif hit == "validate":
-            vtask = first_arg().dereference()
-            st["vmm"] = usermem.task_mm(vtask)
-            st["before"] = usermem.read_u64(st["vmm"], token)
-            expected = decode.expected_token(ARCH, token)
-            if case == "valid":
-                ok &= record("3a token check: before", case, "arch_shstk_validate_clone",
-                             "the word in the child's mm is the valid token",
-                             st["before"] == expected, token=token, word_before=st["before"],
-                             expected_word=expected, new_pid=int(vtask["pid"]))
-            Return("validate_ret")
-        elif hit == "validate_ret":
-            ret = last_return_value("validate_ret", 32)
-            after = usermem.read_u64(st["vmm"], token)
-            if case == "valid":
-                ok &= record("3b token check: after", case, "arch_shstk_validate_clone",
-                             "returns 0 and the word is now 0 (consumed)",
-                             ret == 0 and after == 0, ret=ret, token=token,
-                             word_before=st["before"], word_after=after)
-            else:
-                ok &= record("6 refusal", case, "arch_shstk_validate_clone",
-                             "refuses a word that is not the token: -EINVAL, word unchanged",
-                             ret == -EINVAL and after == st["before"], ret=ret, token=token,
-                             word_before=st["before"], word_after=after)
-        elif hit == "newtask":
-            new = gdb.parse_and_eval("p").dereference()
-            value, source = ssp.ssp(new)
-            ok &= record("4 new task", case, "wake_up_new_task",
-                         "the new task's saved shadow stack pointer is token + 8",
-                         value == token + 8, new_pid=int(new["pid"]), ssp=value or 0,
-                         token=token, source=source, shadow_stack_vmas=ss_vmas(new))
-        elif hit == "child":
-            if ARCH == "arm64":
-                live = reg("GCSPR_EL0") & (2**64 - 1)
-                ok &= record("5 child's first user instruction", case, "shstk_child_entry",
-                             "the live GCSPR_EL0 is token + 8", live == token + 8,
-                             pid=pid, ssp=live, token=token)
-            else:
-                record("5 child's first user instruction", case, "shstk_child_entry",
-                       "reached (the gdbstub shows no SSP register on x86)", True, pid=pid)
-        elif hit == "parent":
-            ret = reg("x0" if ARCH == "arm64" else "rax")
-            want = want_ret(case)
-            good = ret > 0 if want == 0 else ret == want
-            step = "clone3 returns" if want == 0 else "6 refusal: clone3 returns"
-            ok &= record(step, case, "shstk_parent_return",
-                         f"the caller gets {'the child pid' if want == 0 else want}",
-                         good, ret=ret)
-        elif hit.endswith(":lost"):
-            ok &= record("internal", case, hit, "the function returned where gdb saw it", False)
-    path = [h for h in seen if h != "child"]
-    want_path = expected_path(case)
-    ok &= record("path", case, "kernel", " -> ".join(want_path), path == want_path,
-                 seen=" -> ".join(seen))
-    return ok
-
-
-def check_commands(case, token):
+def check_commands(run, case):
     """make debug's own commands, run at the same stop: what they print must
     agree with what this script read (they share the readers, not the
     formatting, and nothing else runs them unattended)."""
     out = gdb.execute("shstk-clone-args", to_string=True)
-    want = [f"shadow_stack_token {token:#x}"]
-    if case == "valid" and SHSTK_ON:
+    want = [f"shadow_stack_token {case.token:#x}",
+            DEBUG_VERDICT[scenario.stage(case.name, run.shstk_on)]]
+    if scenario.stage(case.name, run.shstk_on) == "accepted":
         want += ["valid token", "in a shadow stack VMA"]
         out += gdb.execute("shstk-vmas", to_string=True)
         want.append("<- shadow stack")
     missing = [w for w in want if w not in out]
-    return record("2a debug commands", case, "shstk-clone-args, shstk-token, shstk-vmas",
-                  "the commands decode the same token: " + "; ".join(want), not missing,
-                  missing=missing, output=out.strip().splitlines())
+    return run.record(scenario.STEP_COMMANDS, case.name,
+                      "shstk-clone-args, shstk-token, shstk-vmas",
+                      "the commands decode the same token: " + "; ".join(want), not missing,
+                      missing=missing, output=out.strip().splitlines())
 
 
-def last_return_value(name, bits):
-    """The value the function just returned, from the ABI's return register
-    (x0 or rax), as a @bits-wide signed integer; the finish breakpoint goes."""
-    for b in gdb.breakpoints():
-        if isinstance(b, Return) and b.name == name:
-            b.delete()
-    v = reg("x0" if ARCH == "arm64" else "rax") & ((1 << bits) - 1)
-    return v - (1 << bits) if v >> (bits - 1) else v
+def on_alloc_ret(run, case):
+    """Step 2: what the arch copy_thread hook returned.
+    gcs_alloc_thread_stack() returns int, shstk_alloc_thread_stack()
+    unsigned long (an address, or an error as a negative value)."""
+    ret = run.returned(32 if run.arch == "arm64" else 64)
+    token, facts = case.token, {}
+    if scenario.stage(case.name, run.shstk_on) == "caller":
+        expect = "refuses the token: the caller has no shadow stack (-EINVAL)"
+        good = ret == -scenario.EINVAL
+    elif run.arch == "arm64":
+        child_ssp = int(case.alloc_task["thread"]["gcspr_el0"]) & (2**64 - 1)
+        expect = "returns 0; the new task's thread.gcspr_el0 is token + 8"
+        good = ret == 0 and child_ssp == token + 8
+        facts = {"ssp": child_ssp}
+    else:
+        expect, good = "returns token + 8, the new task's SSP", ret == token + 8
+    return run.record(scenario.STEP_ALLOC, case.name, alloc_function(run.arch), expect, good,
+                      ret=ret, token=token, **facts)
 
 
-def main():
+def on_validate(run, case):
+    """Step 3a: the word before arch_shstk_validate_clone() looks at it."""
+    decode, _, _, usermem, _ = helpers()
+    Return(run, "validate_ret")
+    vtask = first_arg().dereference()
+    case.mm = usermem.task_mm(vtask)
+    case.word_before = usermem.read_u64(case.mm, case.token)
+    if scenario.stage(case.name, run.shstk_on) != "accepted":
+        return True
+    expected = decode.expected_token(run.arch, case.token)
+    return run.record(scenario.STEP_BEFORE, case.name, "arch_shstk_validate_clone",
+                      "the word in the child's mm is the valid token",
+                      case.word_before == expected, token=case.token,
+                      word_before=case.word_before, expected_word=expected,
+                      new_pid=int(vtask["pid"]))
+
+
+def on_validate_ret(run, case):
+    """Step 3b (consumed) or 6 (refused, the word unchanged)."""
+    _, _, _, usermem, _ = helpers()
+    ret = run.returned(32)
+    after = usermem.read_u64(case.mm, case.token)
+    facts = {"ret": ret, "token": case.token, "word_before": case.word_before,
+             "word_after": after}
+    if scenario.stage(case.name, run.shstk_on) == "accepted":
+        return run.record(scenario.STEP_AFTER, case.name, "arch_shstk_validate_clone",
+                          "returns 0 and the word is now 0 (consumed)",
+                          ret == 0 and after == 0, **facts)
+    return run.record(scenario.STEP_REFUSAL, case.name, "arch_shstk_validate_clone",
+                      "refuses a word that is not the token: -EINVAL, word unchanged",
+                      ret == -scenario.EINVAL and after == case.word_before, **facts)
+
+
+def on_newtask(run, case):
+    """Step 4: the new task's saved shadow stack pointer."""
+    _, ssp, _, _, _ = helpers()
+    new = gdb.parse_and_eval("p").dereference()
+    value, source = ssp.ssp(new)
+    return run.record(scenario.STEP_NEWTASK, case.name, "wake_up_new_task",
+                      "the new task's saved shadow stack pointer is token + 8",
+                      value == case.token + 8, new_pid=int(new["pid"]), ssp=value or 0,
+                      token=case.token, source=source, shadow_stack_vmas=ss_vmas(new))
+
+
+def on_child(run, case):
+    """Step 5: the child's live shadow stack pointer, where the gdbstub
+    shows one; a skip, with the reason, where it does not."""
+    decode, ssp, tasks, _, _ = helpers()
+    pid = int(tasks.on_cpu()["pid"])
+    name = ssp.live_register()
+    where = "shstk_child_entry"
+    if name is None:
+        return run.skip(scenario.STEP_CHILD, case.name, where,
+                        "the live shadow stack pointer is token + 8",
+                        f"the {run.emu} gdbstub shows no shadow stack pointer register "
+                        f"({' or '.join(decode.SSP_REGISTERS[run.arch])}); step 4 checked "
+                        f"the saved one", pid=pid, token=case.token)
+    live = run.reg(name) & (2**64 - 1)
+    return run.record(scenario.STEP_CHILD, case.name, where, f"the live {name} is token + 8",
+                      live == case.token + 8, pid=pid, ssp=live, token=case.token)
+
+
+def on_parent(run, case):
+    """What the caller gets back from clone3()."""
+    ret = run.reg("x0" if run.arch == "arm64" else "rax")
+    want = scenario.want_ret(case.name, run.shstk_on)
+    good = ret > 0 if want == 0 else ret == want
+    step = scenario.STEP_RETURNS if want == 0 else scenario.STEP_REFUSAL_RET
+    return run.record(step, case.name, "shstk_parent_return",
+                      f"the caller gets {'the child pid' if want == 0 else want}", good, ret=ret)
+
+
+def on_lost(run, case, hit):
+    return run.record("internal", case.name, hit, "the function returned where gdb saw it", False)
+
+
+HANDLERS = {"entry": on_entry, "alloc": on_alloc, "alloc_ret": on_alloc_ret,
+            "validate": on_validate, "validate_ret": on_validate_ret, "newtask": on_newtask,
+            "child": on_child, "parent": on_parent}
+
+
+class Stop(gdb.Breakpoint):
+    """A breakpoint that stops only for the guest program and says it hit."""
+
+    def __init__(self, run, name, spec, hardware=False):
+        kind = gdb.BP_HARDWARE_BREAKPOINT if hardware else gdb.BP_BREAKPOINT
+        super().__init__(spec, type=kind, internal=True)
+        self.run, self.name = run, name
+
+    def stop(self):
+        _, _, tasks, _, _ = helpers()
+        try:
+            ours = tasks.comm(tasks.on_cpu()) == PROG_COMM
+        except (gdb.error, gdb.GdbError) as e:
+            # Say so: a stop skipped here shows up later as a missing step.
+            gdb.write(f"[gdb-check] could not tell whose stop this is: {e}\n")
+            return False
+        if ours:
+            self.run.hits.append(self.name)
+        return ours
+
+
+class Return(gdb.FinishBreakpoint):
+    """The return of the function in the newest frame; goes once it hit."""
+
+    def __init__(self, run, name):
+        super().__init__(gdb.newest_frame(), internal=True)
+        self.run, self.name = run, name
+
+    def stop(self):
+        self.run.hits.append(self.name)
+        return True
+
+    def out_of_scope(self):
+        self.run.hits.append(self.name + ":lost")
+
+
+def system_map(vmlinux):
+    """{name: address} of the functions in the kernel's System.map."""
+    with open(os.path.join(os.path.dirname(vmlinux), "System.map")) as f:
+        return {name: int(addr, 16) for addr, kind, name in
+                (line.split()[:3] for line in f) if kind in "Tt"}
+
+
+def set_breakpoints(run):
+    """The stops of the scenario.  On Bochs a kernel function by its address:
+    resolving a name makes gdb read the code (to skip an endbr64), and
+    Bochs's gdbstub crashes on a read it cannot translate, as every kernel
+    address is while the CPU is still in real mode.  The address comes from
+    System.map: the debug info also describes the __weak
+    arch_shstk_validate_clone() the linker dropped, and gdb may pick that
+    one.  User addresses: hardware breakpoints on QEMU (no write into the
+    program's text); Bochs's gdbstub matches both kinds by address, but only
+    reports software ones with the PC gdb expects."""
+    addrs = system_map(os.environ["SHSTK_VMLINUX"]) if run.emu == "bochs" else None
+
+    def at(function):
+        return f"*{addrs[function]:#x}" if addrs else function
+
+    Stop(run, "entry", at(entry_function(run.arch)))
+    Stop(run, "alloc", at(alloc_function(run.arch)))
+    Stop(run, "validate", at("arch_shstk_validate_clone"))
+    Stop(run, "newtask", at("wake_up_new_task"))
+    hardware = run.emu == "qemu"
+    Stop(run, "child", "*shstk_child_entry", hardware)
+    Stop(run, "parent", "*shstk_parent_return", hardware)
+
+
+def next_stop(run):
+    """Continue to the next stop of ours; its name."""
+    run.hits.clear()
+    gdb.execute("continue")
+    if not run.hits:
+        raise gdb.GdbError("stopped, but not at one of ours")
+    hit = run.hits[-1]
+    if hit in ("alloc_ret", "validate_ret"):
+        for b in gdb.breakpoints():
+            if isinstance(b, Return) and b.name == hit:
+                b.delete()
+    return hit
+
+
+def run_case(run, name):
+    """Follow one clone3() from its entry to the caller's return (and, for
+    an accepted token, the child's first instruction), checking every stop:
+    a stop whose state cannot be read is a failed step, not the end."""
+    case = Case(name)
     ok = True
-    for case in CASES:
-        ok &= run_case(case)
-    if not SHSTK_ON:
-        note = ("no shadow stack on this CPU: the token checks and consumption (steps 3-5) "
-                "were not exercised; the refusal path was")
-        log.write(json.dumps({"step": "note", "verdict": "info", "expectation": note}) + "\n")
-        gdb.write(f"[gdb-check] NOTE {note}\n")
+    while not case.done(run):
+        hit = next_stop(run)
+        case.seen.append(hit)
+        try:
+            if hit in HANDLERS:
+                ok &= HANDLERS[hit](run, case)
+            else:
+                ok &= on_lost(run, case, hit)
+        except (gdb.error, gdb.GdbError) as e:
+            ok &= run.record("internal", name, hit, "the stop's state can be read", False,
+                             error=str(e))
+    path = [h for h in case.seen if h != "child"]
+    want_path = scenario.gdb_path(name, run.shstk_on)
+    ok &= run.record(scenario.STEP_PATH, name, "kernel", " -> ".join(want_path),
+                     path == want_path, seen=" -> ".join(case.seen))
     return ok
 
 
-try:
-    result = main()
-    log.write(json.dumps({"step": "verdict", "verdict": "pass" if result else "fail"}) + "\n")
-finally:
-    log.close()
-    for b in gdb.breakpoints():
-        b.delete()
-    # The guest finishes its program and powers off on its own.
-    gdb.execute("detach")
+def main():
+    from shstk import session
+    session.attach()
+    _, _, tasks, _, _ = helpers()
+    with open(os.environ["SHSTK_STEPS"], "w") as log:
+        run = Run(log, tasks.arch(), os.environ.get("SHSTK_EMU", "qemu"))
+        try:
+            set_breakpoints(run)
+            ok = True
+            for name in scenario.CASE_NAMES:
+                ok &= run_case(run, name)
+            for name, step in scenario.not_exercised(run.shstk_on):
+                run.skip(step, name, "kernel", "not exercised: the caller has no shadow stack",
+                         run.why or "the program could not enable shadow stacks")
+            log.write(json.dumps({"step": "verdict", "verdict": "pass" if ok else "fail"}) + "\n")
+        finally:
+            for b in gdb.breakpoints():
+                b.delete()
+            # The guest finishes its program and powers off on its own.
+            gdb.execute("detach")
+
+
+if __name__ == "__main__":
+    main()

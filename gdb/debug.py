@@ -2,25 +2,34 @@
 """make debug: an interactive gdb on the guest, stopped at copy_thread() of
 the guest program (SHSTK_COMM), with the shstk-* commands at hand.
 
-Started by scripts/debug.sh, which also starts QEMU paused; quitting gdb ends
-the session and the script stops QEMU.
+Started by scripts/debug.sh, which also starts the emulator paused; quitting
+gdb ends the session and the script stops the emulator.  At the stop it says
+what this emulator and CPU can show (shadow stacks, the live shadow stack
+pointer) and how to get the rest.  With stdin not a terminal (a smoke test)
+it then runs each helper once, and gdb quits at the end of its input.
 """
 import os
 import sys
 
 import gdb
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+from checks import scenario  # noqa: E402
 from shstk import session  # noqa: E402
 
-session.attach()
+# Where a CPU with shadow stacks can be had for an arch whose default one has
+# none: the value of EMU= to choose (the emulators' own declarations say
+# what they provide; this is the pointer a user needs at the stop).
+WITH_SHADOW_STACKS = {"x86_64": "EMU=bochs (Bochs emulates CET)"}
+HELPERS = ("shstk-clone-args", "shstk-vmas", "shstk-ssp")
 
-comm = os.environ.get("SHSTK_COMM", "shstk_gdb")
-gdb.execute(f'break copy_thread if $_streq($shstk_comm(), "{comm}")')
-gdb.write(f"""
-shstk-lab debug session ({os.environ.get('SHSTK_ARCH', '?')}): the guest runs {comm}
+BANNER = """
+shstk-lab debug session ({arch}): the guest runs {comm}
   a breakpoint waits in copy_thread() for {comm}; continuing to it now.
-  shstk-clone-args        decode the kernel_clone_args in scope (copy_thread, copy_process)
+  shstk-clone-args        decode the kernel_clone_args in scope (copy_thread, copy_process),
+                          and what clone3() will do with the token
   shstk-token ADDR [PID]  the word at a user address, decoded as a token
   shstk-vmas [PID]        the task's VMAs, shadow stacks marked
   shstk-ssp [PID]         the task's shadow stack pointer, and where it was read
@@ -29,5 +38,73 @@ shstk-lab debug session ({os.environ.get('SHSTK_ARCH', '?')}): the guest runs {c
   user labels: shstk_child_entry, shstk_parent_return (the child's first
   instruction and the caller's return from clone3, in guest/shstk_gdb.c)
   quit ends gdb and the VM.
-""")
-gdb.execute("continue")
+"""
+
+
+def what_this_shows():
+    """Lines saying what this emulator and CPU let the session show, read
+    from the running kernel and the gdbstub."""
+    from shstk import decode, ssp, tasks   # after session.attach(): they need linux.*
+    arch = tasks.arch()
+    lines = []
+    try:
+        cpu_on = tasks.cpu_has_shadow_stack()
+    except gdb.error as e:
+        cpu_on = None
+        lines.append(f"  cannot read the kernel's CPU features ({e})")
+    try:
+        declared_on, why = scenario.declared_shadow_stack(tasks.kernel_cmdline())
+    except gdb.error as e:
+        declared_on, why = cpu_on, None
+        lines.append(f"  cannot read the kernel command line ({e})")
+    if cpu_on or (cpu_on is None and declared_on):
+        lines.append("  user shadow stacks: this CPU has them; every path of clone3()'s token "
+                     "can be stepped through")
+    else:
+        lines.append(f"  user shadow stacks: this CPU has none ({why or 'not in its features'}): "
+                     f"every token is refused in copy_thread(), before it is looked at, so no "
+                     f"token is checked or consumed here")
+        if arch in WITH_SHADOW_STACKS:
+            lines.append(f"  to step through the token checks: make debug ARCH={arch} "
+                         f"{WITH_SHADOW_STACKS[arch]}")
+    try:
+        reg = ssp.live_register()
+    except gdb.error:
+        reg = None
+    if reg:
+        lines.append(f"  live shadow stack pointer: ${reg} (shstk-ssp reads it for a running task)")
+    else:
+        saved = "thread.gcspr_el0" if arch == "arm64" else "the CET user state of its XSAVE buffer"
+        lines.append(f"  live shadow stack pointer: this gdbstub shows no register for it; "
+                     f"shstk-ssp reads the one saved in the task ({saved}), current only "
+                     f"while the task is not running")
+    if arch == "x86_64":
+        try:
+            xsaves = tasks.cpu_has_shadow_stack(decode.X86_XSAVES)
+        except gdb.error:
+            xsaves = None
+        if xsaves is False:
+            lines.append("  saved shadow stack pointer: this CPU has no XSAVES, so the kernel "
+                         "saves the standard XSAVE format, which holds no CET state")
+    return lines
+
+
+def main():
+    session.attach()
+    comm = os.environ.get("SHSTK_COMM", "shstk_gdb")
+    gdb.execute(f'break copy_thread if $_streq($shstk_comm(), "{comm}")')
+    gdb.write(BANNER.format(arch=os.environ.get("SHSTK_ARCH", "?"), comm=comm))
+    gdb.execute("continue")
+    gdb.write("\nWhat this emulator and CPU can show:\n" + "\n".join(what_this_shows()) + "\n\n")
+    if not sys.stdin.isatty():
+        # No one at the keyboard: show each helper once at this stop.
+        for helper in HELPERS:
+            gdb.write(f"(gdb) {helper}\n")
+            try:
+                gdb.execute(helper)
+            except (gdb.GdbError, gdb.error) as e:
+                gdb.write(f"{e}\n")
+
+
+if __name__ == "__main__":
+    main()

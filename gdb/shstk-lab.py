@@ -8,7 +8,7 @@ import sys
 import gdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# The kernel's scripts/gdb, as the package "linux".
+# The kernel's scripts/gdb (its linux package) must be loaded first.
 if importlib.util.find_spec("linux") is None:
     raise gdb.GdbError("load the kernel's vmlinux-gdb.py first (make debug does)")
 

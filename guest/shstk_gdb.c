@@ -1,20 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * shstk_gdb: the scenario `make gdb-check` and `make debug` step through.
- * One clone3() with a user shadow stack, then the refused ones, in a fixed
- * order, each through the single clone3_run() call site so that the global
- * labels shstk_child_entry and shstk_parent_return mark where the child
- * starts and where the caller sees clone3()'s result.
+ * shstk_gdb: the scenario `make gdb-check`, `make trace` and `make debug`
+ * step through.  One clone3() with a user shadow stack, then the refused
+ * ones, in a fixed order, each through the single clone3_run() call site so
+ * that the global labels shstk_child_entry and shstk_parent_return mark
+ * where the child starts and where the caller sees clone3()'s result.
  *
- *   1 valid      a fresh token: the child starts at token + 8
- *   2 misaligned token - 1: EINVAL before any task is made
- *   3 no_token   a shadow stack page without a token: EINVAL
- *   4 normal     a word in ordinary memory: EFAULT
- *   5 reused     the token of case 1, consumed: EINVAL
+ * The cases, their tokens and what clone3() must return are described once,
+ * in checks/scenario.py, which the gdb script and the checkers read too;
+ * scripts/build-guest.sh writes them as shstk_scenario.h for this program.
+ * Here is only how each kind of token is made.
  *
- * Where shadow stacks cannot be enabled (x86 under QEMU) every case passes
- * an aligned word in ordinary memory instead, which the kernel refuses with
- * EINVAL because the caller has no shadow stack.
+ * Where shadow stacks cannot be enabled (x86 under QEMU) every kind but the
+ * misaligned one is an aligned word in ordinary memory, which the kernel
+ * refuses with EINVAL because the caller has no shadow stack.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,6 +27,7 @@
 #define SHSTK_PARENT_LABEL ".globl shstk_parent_return\nshstk_parent_return:\n\t"
 #include "lib/shstk.h"
 #include "lib/ktap.h"
+#include "shstk_scenario.h"
 
 #define PAGE 4096UL
 
@@ -65,12 +65,6 @@ static __attribute__((noinline)) long scenario_clone3(uint64_t token)
 	return pid;
 }
 
-struct scenario {
-	const char *name;
-	uint64_t token;
-	long want;		/* what clone3() must return */
-};
-
 static uint64_t map_token(unsigned long flags)
 {
 	long base = map_shadow_stack(0, PAGE, flags);
@@ -81,33 +75,36 @@ static uint64_t map_token(unsigned long flags)
 int main(void)
 {
 	static uint64_t normal[PAGE / 8] __attribute__((aligned(4096)));
-	uint64_t fallback = (uint64_t)&normal[PAGE / 8 - 1];
-	uint64_t valid = fallback, no_token = fallback;
-	long valid_want = -EINVAL, normal_want = -EINVAL;
-	struct scenario cases[5];
-	int i;
+	uint64_t ordinary = (uint64_t)&normal[PAGE / 8 - 1];
+	uint64_t tokens[] = {
+		[SCENARIO_STACK_TOKEN] = ordinary,
+		[SCENARIO_STACK_WITHOUT_TOKEN] = ordinary,
+		[SCENARIO_ORDINARY_MEMORY] = ordinary,
+	};
+	const char *why = getenv("SHSTK_LAB_NO_SHSTK_WHY");
+	size_t i;
 
 	shstk_enabled = shstk_enable();
 	if (shstk_enabled) {
-		valid = map_token(SHADOW_STACK_SET_TOKEN);
-		no_token = map_token(0);
-		valid_want = 0;
-		normal_want = -EFAULT;
+		tokens[SCENARIO_STACK_TOKEN] = map_token(SHADOW_STACK_SET_TOKEN);
+		tokens[SCENARIO_STACK_WITHOUT_TOKEN] = map_token(0);
 	}
-	cases[0] = (struct scenario){ "valid", valid, valid_want };
-	cases[1] = (struct scenario){ "misaligned", valid - 1, -EINVAL };
-	cases[2] = (struct scenario){ "no_token", no_token, -EINVAL };
-	cases[3] = (struct scenario){ "normal", fallback, normal_want };
-	cases[4] = (struct scenario){ "reused", valid, -EINVAL };
+	tokens[SCENARIO_STACK_TOKEN_MINUS_1] = tokens[SCENARIO_STACK_TOKEN] - 1;
 
-	ktap_plan(ARRAY_SIZE(cases));
-	ktap_diag("shadow stack %s", shstk_enabled ? "enabled" : "not available");
-	for (i = 0; i < (int)ARRAY_SIZE(cases); i++) {
-		long ret = scenario_clone3(cases[i].token);
+	ktap_plan(ARRAY_SIZE(scenario_cases));
+	if (shstk_enabled)
+		ktap_diag("shadow stack enabled");
+	else
+		ktap_diag("shadow stack not available: %s",
+			  why ? why : "enabling shadow stacks failed");
+	for (i = 0; i < ARRAY_SIZE(scenario_cases); i++) {
+		const struct scenario_case *c = &scenario_cases[i];
+		uint64_t token = tokens[c->token];
+		long want = shstk_enabled ? c->want_with_shstk : c->want_without_shstk;
+		long ret = scenario_clone3(token);
 
-		ktap_diag("%s: token %#lx -> %ld (want %ld)", cases[i].name,
-			  (long)cases[i].token, ret, cases[i].want);
-		ktap_result(ret == cases[i].want, cases[i].name, NULL);
+		ktap_diag("%s: token %#lx -> %ld (want %ld)", c->name, (long)token, ret, want);
+		ktap_result(ret == want, c->name, NULL);
 	}
 	ktap_finish();
 }

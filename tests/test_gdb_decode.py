@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0
 """gdb/shstk/decode.py (no gdb needed) and checks.gdbsteps."""
+import contextlib
+import io
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gdb"))
 
 from shstk import decode  # noqa: E402
-from checks import gdbsteps  # noqa: E402
+from checks import gdbsteps, scenario  # noqa: E402
 
 
 class TokenTest(unittest.TestCase):
@@ -21,7 +25,9 @@ class TokenTest(unittest.TestCase):
         self.assertFalse(decode.token_verdict("arm64", a + 1, 0)[0])
         self.assertIn("misaligned", decode.token_verdict("arm64", a + 1, 0)[1])
         self.assertIn("consumed", decode.token_verdict("arm64", a, 0)[1])
-        self.assertIn("EFAULT", decode.token_verdict("arm64", a, None)[1])
+        # A word gdb cannot read is a page not present, not an EFAULT: that
+        # depends on the VMA (decode.clone3_verdict).
+        self.assertIn("page not present", decode.token_verdict("arm64", a, None)[1])
         # the x86 token of the same slot is not an arm64 token
         ok, why = decode.token_verdict("arm64", a, decode.expected_token("x86_64", a))
         self.assertFalse(ok)
@@ -67,7 +73,76 @@ class PagePiecesTest(unittest.TestCase):
         self.assertEqual(decode.page_pieces(0x1000, 0), [])
 
 
+def step_log(shstk_on, why="QEMU TCG does not emulate CET", child="pass"):
+    """A complete step log as gdb/check_clone3.py writes it."""
+    steps = [{"step": scenario.STEP_SCENARIO, "case": "valid", "verdict": "pass",
+              "shadow_stack_enabled": shstk_on, "reason": None if shstk_on else why}]
+    for case in scenario.CASE_NAMES:
+        for step in scenario.gdb_steps(case, shstk_on):
+            verdict = child if step == scenario.STEP_CHILD else "pass"
+            steps.append({"step": step, "case": case, "verdict": verdict,
+                          "reason": "no SSP register" if verdict == "skip" else None})
+    for case, step in scenario.not_exercised(shstk_on):
+        steps.append({"step": step, "case": case, "verdict": "skip", "reason": why})
+    return steps + [{"step": "verdict", "verdict": "pass"}]
+
+
 class GdbStepsTest(unittest.TestCase):
+    def judge(self, steps):
+        return gdbsteps.judge(steps, 0, "", "SHSTK-LAB BEGIN shstk_gdb\nKTAP version 1\n1..1\n"
+                              "ok 1 a\nSHSTK-LAB END shstk_gdb rc=0\nSHSTK-LAB DONE\n")
+
+    def test_complete_logs_pass(self):
+        for on in (True, False):
+            self.assertEqual(self.judge(step_log(on))[1], [], on)
+        # Bochs: no SSP register for step 5.
+        self.assertEqual(self.judge(step_log(True, child="skip"))[1], [])
+
+    def test_not_exercised_steps_are_skips_with_their_reason(self):
+        skipped = [s for s in step_log(False) if s["verdict"] == "skip"]
+        self.assertEqual({(s["case"], s["step"]) for s in skipped},
+                         {("valid", scenario.STEP_BEFORE), ("valid", scenario.STEP_AFTER),
+                          ("valid", scenario.STEP_NEWTASK), ("valid", scenario.STEP_CHILD),
+                          ("valid", scenario.STEP_RETURNS), ("no_token", scenario.STEP_REFUSAL),
+                          ("reused", scenario.STEP_REFUSAL)})
+        # ... and they must be in the log, as skips: missing, they fail.
+        steps = [s for s in step_log(False) if s["verdict"] != "skip"]
+        problems = self.judge(steps)[1]
+        self.assertIn("missing step '6 refusal' for case no_token", problems)
+
+    def test_a_skip_where_the_step_must_run_fails(self):
+        steps = step_log(True)
+        for s in steps:
+            if s["step"] == scenario.STEP_AFTER:
+                s.update(verdict="skip", reason="felt like it")
+        self.assertIn("step '3b token check: after' for case valid skipped, but it must run here",
+                      self.judge(steps)[1])
+        steps = step_log(True, child="skip")
+        for s in steps:
+            s["reason"] = None if s["verdict"] == "skip" else s.get("reason")
+        self.assertTrue(any("without a reason" in p for p in self.judge(steps)[1]))
+
+    def test_refusal_return_does_not_stand_in_for_the_refusal(self):
+        # "6 refusal: clone3 returns" once satisfied the "6 refusal" prefix.
+        steps = [s for s in step_log(True)
+                 if not (s["step"] == scenario.STEP_REFUSAL and s["case"] == "no_token")]
+        self.assertIn("missing step '6 refusal' for case no_token", self.judge(steps)[1])
+
+    def test_counts_in_the_closing_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "gdb-steps.jsonl"), "w") as f:
+                f.write("".join(json.dumps(s) + "\n" for s in step_log(False)))
+            with open(os.path.join(d, "guest.out"), "w") as f:
+                f.write("SHSTK-LAB BEGIN shstk_gdb\nKTAP version 1\n1..1\nok 1 a\n"
+                        "SHSTK-LAB END shstk_gdb rc=0\nSHSTK-LAB DONE\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = gdbsteps.main(["gdbsteps", d, "x86_64", "0"])
+        lines = out.getvalue().splitlines()
+        self.assertEqual(rc, 0, out.getvalue())
+        self.assertEqual(lines[-1], "gdb-check x86_64: 24 passed, 0 failed, 7 skipped")
+        self.assertTrue(any(line.endswith("# SKIP QEMU TCG does not emulate CET") for line in lines))
+
     def test_missing_steps_fail(self):
         steps = [{"step": "0 scenario", "case": "valid", "verdict": "pass",
                   "shadow_stack_enabled": True}]

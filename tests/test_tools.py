@@ -151,6 +151,40 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(lines[-2], "  not ok 2 the token was not consumed")
 
 
+    def test_skip_reasons_of_each_log_format(self):
+        text = ("x86_64  qemu  shstk_clone3 token_race SKIP  (CPU has no user shadow stack)\n"
+                "x86_64  qemu  clone3       (program)  XFAIL  (not ok 3 x: known)\n"
+                "ok 4 c # SKIP CPU has no user shadow stack\n"
+                "x86_64  valid  3a  PASS  fine\n")
+        self.assertEqual(summary.skip_reasons(text), [(2, "CPU has no user shadow stack"),
+                                                      (1, "not ok 3 x: known")])
+
+    def test_skips_shown_with_their_reasons(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "gdb.log"), "w") as f:
+                f.write("x86_64  valid  3a  SKIP  before  # SKIP QEMU TCG does not emulate CET\n"
+                        "x86_64  valid  3b  SKIP  after  # SKIP QEMU TCG does not emulate CET\n"
+                        "x86_64  valid  5   SKIP  live  # SKIP no SSP register\n"
+                        "gdb-check x86_64: 19 passed, 0 failed, 3 skipped\n")
+            with open(os.path.join(d, "run.log"), "w") as f:
+                f.write("x86_64  qemu  shstk_clone3 token_race SKIP  (CPU has no user shadow stack)\n"
+                        "x86_64  qemu  shstk_clone3 basic      PASS\n")
+            with open(os.path.join(d, "quiet.log"), "w") as f:
+                f.write("trace x86_64: 1 passed, 0 failed, 2 skipped\n")
+            r = subprocess.run([sys.executable, "-m", "checks.summary", d, "gdb", "gdbsteps", "0",
+                                "quiet", "gdbsteps", "0", "run", "results:" + d, "0"],
+                               cwd=TOP, capture_output=True, text=True)
+        lines = r.stdout.splitlines()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(lines[-1], "20 passed, 0 failed, 5 skipped")
+        at = lines.index("gdb skipped 3:")
+        self.assertEqual([x.split(None, 1) for x in lines[at + 1:at + 3]],
+                         [["2", "QEMU TCG does not emulate CET"], ["1", "no SSP register"]])
+        self.assertIn("quiet skipped 2:", lines)
+        self.assertIn("its log gives no reason", lines[lines.index("quiet skipped 2:") + 1])
+        self.assertNotIn("run skipped", "\n".join(lines))     # no results.json: nothing counted
+
+
 class RootfsDiskTest(unittest.TestCase):
     """scripts/vm/emulators/bochs.sh rootfs_disk: Bochs's bpftrace root filesystem."""
 

@@ -32,8 +32,8 @@ class TraceTest(unittest.TestCase):
         self.assertEqual([(c["token"], c["ret"]) for c in calls], [(T, 9), (T, -22), (T - 1, -22)])
         for c in calls:
             self.assertEqual(trace.check_call(c, "arm64"), [], c)
-        self.assertEqual(trace.where_refused(calls[1]), "arch_shstk_validate_clone: not the token")
-        self.assertEqual(trace.where_refused(calls[2]), "clone3_args_valid (misaligned)")
+        self.assertEqual(trace.stage_of(calls[1]), "token")
+        self.assertEqual(trace.stage_of(calls[2]), "args")
 
     def test_success_without_validation_fails(self):
         lines = [line for line in GOOD[:7] if not line.startswith("validate")]
@@ -52,12 +52,51 @@ class TraceTest(unittest.TestCase):
 
     def test_guest_calls_must_be_the_traced_ones(self):
         events = trace.parse_trace(GOOD)
-        seen = [(T, 0, "ok"), (T, -22, "reused"), (T - 1, -22, "misaligned")]
+        seen = [(T, 0, "valid"), (T, -22, "reused"), (T - 1, -22, "misaligned")]
         rows, problems = trace.check_token_calls(events, seen, "arm64")
         self.assertEqual(problems, [])
-        self.assertEqual(len(rows), 3)
+        self.assertEqual([r[3] for r in rows], ["pass"] * 3)
         _, problems = trace.check_token_calls(events, seen[:2], "arm64")
-        self.assertTrue(any("not the traced ones" in p for p in problems), problems)
+        self.assertTrue(any("unexplained traced call" in p for p in problems), problems)
+
+    def test_each_row_is_the_guests_call(self):
+        events = trace.parse_trace(GOOD)
+        seen = [(T, 0, "valid"), (T, -22, "reused"), (T - 1, -22, "misaligned")]
+        # The guest saw a different return than the trace: that row fails.
+        rows, problems = trace.check_token_calls(events, [seen[0], (T, -14, "reused"), seen[2]],
+                                                 "arm64")
+        self.assertEqual([r[3] for r in rows], ["pass", "fail", "pass"])
+        self.assertTrue(any("the guest saw -14" in p for p in problems), problems)
+
+    def test_refused_at_the_wrong_stage_fails(self):
+        # "normal" must be refused by the VMA check (EFAULT); a trace where
+        # the token check refused it, with the guest seeing the same -22,
+        # used to pass.
+        lines = [line.replace(f"{T:#x}", "0x4a4ff8") for line in GOOD[7:11]]
+        rows, problems = trace.check_token_calls(trace.parse_trace(lines),
+                                                 [(0x4a4ff8, -22, "normal")], "arm64")
+        self.assertEqual(rows[0][3], "fail")
+        self.assertTrue(any("not shstk_validate_clone" in p for p in problems), problems)
+
+    def test_without_shadow_stack_the_rest_is_skipped(self):
+        # x86 under QEMU: every aligned token refused in copy_thread; the
+        # validation the other cases would have shown is counted as skipped.
+        N = 0x4b8ff8
+        lines = []
+        seen = []
+        for name, tok in (("valid", N), ("misaligned", N - 1), ("no_token", N),
+                          ("normal", N), ("reused", N)):
+            lines.append(f"clone3_enter pid=5 size=96 token={tok:#x} word=0x0")
+            if tok % 8 == 0:
+                lines.append(f"alloc pid=5 token={tok:#x} ret=-22 ssp=0xffffffffffffffea")
+            lines.append(f"clone3_exit pid=5 token={tok:#x} ret=-22")
+            seen.append((tok, -22, name))
+        rows, problems = trace.check_token_calls(trace.parse_trace(lines), seen, "x86_64",
+                                                 False, "QEMU TCG does not emulate CET")
+        self.assertEqual(problems, [])
+        self.assertEqual([r[3] for r in rows], ["pass"] * 5 + ["skip"] * 4)
+        self.assertTrue(all(r[4] == "QEMU TCG does not emulate CET" for r in rows[5:]))
+        self.assertIn("copy_thread", rows[0][2])
 
     def test_stray_event_is_unexplained(self):
         _, stray = calls_of([f"validate pid=5 token={T:#x} ret=0"])
@@ -73,17 +112,17 @@ exit pid=7
 copy_thread pid=3 ssp=0x7f569c883000 kernel=0 base=0x0 size=0
 """.splitlines()
 # What the scenario printed: (token, result, case)
-SEEN = [(S, 0, "ok"), (S - 1, -22, "misaligned"), (0x7f569c882ff8, -22, "no_token")]
+SEEN = [(S, 0, "valid"), (S - 1, -22, "misaligned"), (0x7f569c882ff8, -22, "no_token")]
 
 
 class VmasTest(unittest.TestCase):
     def check(self, lines, seen=SEEN, shstk=True):
-        return trace.check_vmas(trace.parse_trace(lines), seen, shstk)
+        return trace.check_vmas(trace.parse_trace(lines), seen, shstk, "no CET here")
 
     def test_a_consistent_log(self):
         rows, problems = self.check(VMAS)
         self.assertEqual(problems, [])
-        self.assertEqual([ok for *_, ok in rows], [True, True, True])
+        self.assertEqual([r[3] for r in rows], ["pass"] * 3)
 
     def test_wrong_stack_pointer_fails(self):
         lines = [line.replace(f"ssp={S + 8:#x}", f"ssp={S:#x}") for line in VMAS]
@@ -105,6 +144,21 @@ class VmasTest(unittest.TestCase):
         self.assertEqual(problems, [])
         _, problems = self.check(VMAS, shstk=False)
         self.assertTrue(problems)
+
+    def test_a_refused_token_with_a_shadow_stack_fails_its_row(self):
+        # The misaligned row checks something of its own: no copy_thread
+        # event for it.  A kernel that set one up from it fails that row.
+        lines = VMAS[:4] + [f"copy_thread pid=3 ssp={S - 1 + 8:#x} kernel=0 base=0x0 size=0"] + VMAS[4:]
+        rows, problems = self.check(lines)
+        self.assertEqual([r[3] for r in rows], ["pass", "fail", "pass"], problems)
+
+    def test_not_exercised_is_skipped_with_its_reason(self):
+        # x86 under QEMU: no copy_thread event at all, and what a caller with
+        # shadow stacks would have shown is a skip, not a pass.
+        rows, problems = self.check(VMAS[:1], shstk=False)
+        self.assertEqual(problems, [])
+        self.assertEqual([r[3] for r in rows], ["pass", "pass", "pass", "skip", "skip"])
+        self.assertEqual({r[4] for r in rows if r[3] == "skip"}, {"no CET here"})
 
 
 if __name__ == "__main__":

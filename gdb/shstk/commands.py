@@ -1,13 +1,50 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The shstk-* commands and $shstk_* convenience functions."""
+"""The shstk-* commands and $shstk_* convenience functions.
+
+Each says what it could not read and why, as a gdb error message
+(errors.reported): none ends in a Python traceback.
+"""
 import gdb
 
 from shstk import decode, ssp, tasks, usermem, vmas
+from shstk.errors import reading, reported
 
 
 def _task_arg(argv, index):
-    return tasks.by_pid(int(gdb.parse_and_eval(argv[index]))) if len(argv) > index \
-        else tasks.on_cpu()
+    """The task named by argv[index] (a pid expression), or the one on the
+    selected CPU."""
+    if len(argv) > index:
+        with reading(f"the pid {argv[index]!r}"):
+            pid = int(gdb.parse_and_eval(argv[index]))
+        return tasks.by_pid(pid)
+    with reading("the task on the selected CPU"):
+        return tasks.on_cpu()
+
+
+def _pid(task):
+    with reading("the task's pid"):
+        return int(task["pid"])
+
+
+def _vma_of(task, addr):
+    """describe()d VMA holding @addr in @task, or None."""
+    with reading(f"the VMAs of pid {_pid(task)} (its mm's maple tree)"):
+        v = vmas.find(task, addr)
+        return vmas.describe(v) if v else None
+
+
+def _word_at(task, addr):
+    """The word at user address @addr of @task, None if its page is not
+    present."""
+    with reading(f"pid {_pid(task)}'s page tables for {addr:#x}"):
+        return usermem.read_u64(usermem.task_mm(task), addr)
+
+
+def _where(d):
+    if d is None:
+        return "not in any VMA"
+    kind = "a shadow stack" if d["shadow_stack"] else "a non-shadow-stack"
+    return f"in {kind} VMA {d['start']:#x}-{d['end']:#x}"
 
 
 class ShstkVmas(gdb.Command):
@@ -19,13 +56,17 @@ Walks the task's mm maple tree; "ss" marks VMA_SHADOW_STACK."""
     def __init__(self):
         super().__init__("shstk-vmas", gdb.COMMAND_DATA)
 
+    @reported("shstk-vmas")
     def invoke(self, arg, from_tty):
         task = _task_arg(gdb.string_to_argv(arg), 0)
-        gdb.write(f"pid {int(task['pid'])} ({tasks.comm(task)})\n")
+        pid = _pid(task)
+        with reading(f"the VMAs of pid {pid} (its mm's maple tree)"):
+            described = [vmas.describe(v) for v in vmas.vmas(task)]
+        gdb.write(f"pid {pid} ({tasks.comm(task)})\n")
         gdb.write(f"{'start':>18} {'end':>18} {'size':>10} perm  flags\n")
-        for v in vmas.vmas(task):
-            d = vmas.describe(v)
-            mark = "  <- shadow stack" if d["ss"] else ""
+        for d in described:
+            mark = "  <- shadow stack" if d["shadow_stack"] else \
+                "  <- shadow stack flag, not writable: clone3() refuses it" if "ss" in d["names"] else ""
             gdb.write(f"{d['start']:#18x} {d['end']:#18x} {d['size']:>10} {d['perms']}  "
                       f"{d['flags']:#x} {','.join(d['names'])}{mark}\n")
 
@@ -40,22 +81,19 @@ this architecture, and whether the address is in a shadow stack VMA."""
     def __init__(self):
         super().__init__("shstk-token", gdb.COMMAND_DATA)
 
+    @reported("shstk-token")
     def invoke(self, arg, from_tty):
         argv = gdb.string_to_argv(arg)
         if not argv:
             raise gdb.GdbError("usage: shstk-token ADDR [PID]")
-        addr = int(gdb.parse_and_eval(argv[0])) & (2**64 - 1)
+        with reading(f"the address {argv[0]!r}"):
+            addr = int(gdb.parse_and_eval(argv[0])) & (2**64 - 1)
         task = _task_arg(argv, 1)
-        word = usermem.read_u64(usermem.task_mm(task), addr & ~7)
-        ok, why = decode.token_verdict(tasks.arch(), addr, word)
-        v = vmas.find(task, addr)
-        where = "not in any VMA"
-        if v:
-            d = vmas.describe(v)
-            where = f"in {'a shadow stack' if d['ss'] else 'a non-shadow-stack'} VMA " \
-                    f"{d['start']:#x}-{d['end']:#x}"
-        shown = "unmapped" if word is None else f"{word:#018x}"
-        gdb.write(f"pid {int(task['pid'])}: [{addr:#x}] = {shown}: {why}; {where}\n")
+        d = _vma_of(task, addr)
+        word = _word_at(task, addr & ~7)
+        _, why = decode.token_verdict(tasks.arch(), addr, word)
+        shown = "not present" if word is None else f"{word:#018x}"
+        gdb.write(f"pid {_pid(task)}: [{addr:#x}] = {shown}: {why}; {_where(d)}\n")
 
 
 class ShstkSsp(gdb.Command):
@@ -66,21 +104,25 @@ shstk-ssp [PID]   (default: the task on the selected CPU)"""
     def __init__(self):
         super().__init__("shstk-ssp", gdb.COMMAND_DATA)
 
+    @reported("shstk-ssp")
     def invoke(self, arg, from_tty):
         task = _task_arg(gdb.string_to_argv(arg), 0)
         value, source = ssp.ssp(task)
         shown = "unknown" if value is None else f"{value:#x}"
-        gdb.write(f"pid {int(task['pid'])} ({tasks.comm(task)}): {shown}  [{source}]\n")
+        gdb.write(f"pid {_pid(task)} ({tasks.comm(task)}): {shown}  [{source}]\n")
 
 
 def clone_args_in_frame(frame=None):
     """The struct kernel_clone_args in scope at @frame (args or kargs)."""
-    frame = frame or gdb.selected_frame()
+    with reading("the selected frame"):
+        frame = frame or gdb.selected_frame()
     for name in ("args", "kargs"):
         try:
             val = frame.read_var(name)
         except ValueError:
             continue
+        except gdb.error as e:
+            raise gdb.GdbError(f"cannot read {name} in {frame.name()}: {e}") from None
         if val.type.strip_typedefs().code == gdb.TYPE_CODE_PTR:
             val = val.dereference()
         if val.type.strip_typedefs().tag == "kernel_clone_args":
@@ -93,20 +135,36 @@ class ShstkCloneArgs(gdb.Command):
     """Decode the struct kernel_clone_args in scope (clone3, copy_process).
 
 shstk-clone-args
-Prints the flags, stacks and shadow_stack_token, and decodes the token word
-in the calling task's memory."""
+Prints the flags, stacks and shadow_stack_token, the word at the token in
+the calling task's memory, and what clone3() will do with it: the verdict
+follows the kernel's order (alignment, the caller's shadow stack, the VMA,
+the word)."""
 
     def __init__(self):
         super().__init__("shstk-clone-args", gdb.COMMAND_DATA)
 
+    @reported("shstk-clone-args")
     def invoke(self, arg, from_tty):
         a = clone_args_in_frame()
-        token = int(a["shadow_stack_token"])
-        gdb.write(f"flags {int(a['flags']):#x} exit_signal {int(a['exit_signal'])} "
-                  f"stack {int(a['stack']):#x} stack_size {int(a['stack_size']):#x}\n")
+        with reading("the struct kernel_clone_args in this frame"):
+            token = int(a["shadow_stack_token"]) & (2**64 - 1)
+            gdb.write(f"flags {int(a['flags']):#x} exit_signal {int(a['exit_signal'])} "
+                      f"stack {int(a['stack']):#x} stack_size {int(a['stack_size']):#x}\n")
         gdb.write(f"shadow_stack_token {token:#x}\n")
-        if token:
-            gdb.execute(f"shstk-token {token:#x}")
+        if not token:
+            return
+        gdb.execute(f"shstk-token {token:#x}")
+        with reading("the task on the selected CPU (the caller)"):
+            caller = tasks.on_cpu()
+        with reading(f"the shadow stack state of pid {_pid(caller)}"):
+            caller_on = tasks.shadow_stack_enabled(caller)
+        d = _vma_of(caller, token)
+        word = _word_at(caller, token & ~7)
+        ok, why = decode.clone3_verdict(tasks.arch(), token, word,
+                                        None if d is None else d["shadow_stack"], caller_on)
+        state = {True: "has", False: "has no", None: "may have a"}[caller_on]
+        gdb.write(f"clone3(): {'accepted' if ok else 'refused'}: {why} "
+                  f"(the caller, pid {_pid(caller)}, {state} shadow stack)\n")
 
 
 class ShstkTokenWord(gdb.Function):
@@ -115,9 +173,14 @@ class ShstkTokenWord(gdb.Function):
     def __init__(self):
         super().__init__("shstk_token_word")
 
+    @reported("$shstk_token_word")
     def invoke(self, addr, pid=None):
-        task = tasks.by_pid(int(pid)) if pid is not None else tasks.on_cpu()
-        word = usermem.read_u64(usermem.task_mm(task), int(addr) & (2**64 - 1))
+        if pid is not None:
+            task = tasks.by_pid(int(pid))
+        else:
+            with reading("the task on the selected CPU"):
+                task = tasks.on_cpu()
+        word = _word_at(task, int(addr) & (2**64 - 1))
         return -1 if word is None else word
 
 
@@ -128,8 +191,10 @@ mode alike (for breakpoint conditions)."""
     def __init__(self):
         super().__init__("shstk_comm")
 
+    @reported("$shstk_comm")
     def invoke(self):
-        return tasks.comm(tasks.on_cpu())
+        with reading("the task on the selected CPU"):
+            return tasks.comm(tasks.on_cpu())
 
 
 def register():

@@ -6,13 +6,44 @@ the host without a VM.
 """
 
 SLOT = 8
-ARCHES = ("x86_64", "arm64")
 
 # VMA flag bits by name, as the kernel's vma_flag_t enum numbers them; the
 # shadow stack bit is arch-specific (VM_HIGH_ARCH_5 on x86, _6 on arm64).
 VMA_BITS = {"READ": 0, "WRITE": 1, "EXEC": 2, "SHARED": 3, "MAYREAD": 4, "MAYWRITE": 5,
             "MAYEXEC": 6, "MAYSHARE": 7, "GROWSDOWN": 8}
 SHADOW_STACK_BIT = {"x86_64": 32 + 5, "arm64": 32 + 6}
+
+
+# Where the kernel keeps "the CPU has user shadow stacks": (array, bits per
+# element, bit number).  x86: X86_FEATURE_USER_SHSTK (11*32+23) of the u32
+# boot_cpu_data.x86_capability[]; arm64: KERNEL_HWCAP_GCS, bit 32 of the
+# unsigned long elf_hwcap[] bitmap (HWCAP_GCS is 1 << 32).
+CPU_SHADOW_STACK = {"x86_64": ("boot_cpu_data.x86_capability", 32, 11 * 32 + 23),
+                    "arm64": ("elf_hwcap", 64, 32)}
+
+# The names a gdbstub gives the live user shadow stack pointer: QEMU's
+# GCSPR_EL0 (system registers feature); gdb's x86 CET feature calls it
+# pl3_ssp.
+SSP_REGISTERS = {"arm64": ("GCSPR_EL0",), "x86_64": ("pl3_ssp",)}
+
+
+# X86_FEATURE_XSAVES: with it the kernel saves the compacted XSAVE format,
+# the only one with room for the CET user state (a supervisor component).
+X86_XSAVES = ("boot_cpu_data.x86_capability", 32, 10 * 32 + 3)
+
+
+def cpu_feature_word(arch, feature=None):
+    """(expression of the element, bit in it) that says whether the CPU has
+    @feature (array, bits per element, bit), by default user shadow stacks,
+    as the kernel recorded it at boot."""
+    array, width, bit = feature or CPU_SHADOW_STACK[arch]
+    return f"{array}[{bit // width}]", bit % width
+
+
+def live_ssp_register(arch, names):
+    """The register among @names (what the gdbstub shows) that holds the live
+    user shadow stack pointer, or None."""
+    return next((n for n in SSP_REGISTERS[arch] if n in names), None)
 
 
 def expected_token(arch, addr):
@@ -25,17 +56,81 @@ def expected_token(arch, addr):
 
 
 def token_verdict(arch, addr, word):
-    """Why the word at @addr is or is not a token clone3() accepts."""
+    """Why the word at @addr is or is not a token clone3() accepts, from the
+    word alone (None: its page is not present, so it cannot be read)."""
     if addr % SLOT:
         return False, "misaligned: clone3() refuses it with EINVAL"
     if word is None:
-        return False, "not mapped: clone3() refuses it with EFAULT"
+        return False, "page not present: the word cannot be read from here"
     want = expected_token(arch, addr)
     if word == want:
         return True, "valid token"
     if word == 0:
         return False, "zero: consumed, or never a token (EINVAL)"
     return False, f"not a token: expected {want:#x} (EINVAL)"
+
+
+def clone3_verdict(arch, addr, word, vma_shadow_stack, caller_shadow_stack):
+    """What clone3() does with the token at @addr, in the order the kernel
+    checks: (accepted, why).  @word: the word there, None if its page is not
+    present; @vma_shadow_stack: None if no VMA holds @addr, else whether it
+    is a writable shadow stack (is_shadow_stack); @caller_shadow_stack:
+    whether the calling thread has shadow stacks enabled, None if unknown."""
+    if addr % SLOT:
+        return False, "misaligned: EINVAL in clone3_args_valid(), before any task is made"
+    if caller_shadow_stack is False:
+        return False, ("the caller has no shadow stack: EINVAL in copy_thread(), "
+                       "before the token is looked at")
+    unknown = "" if caller_shadow_stack else "(if the caller has a shadow stack) "
+    if vma_shadow_stack is None:
+        return False, unknown + "no VMA at this address: EFAULT in shstk_validate_clone()"
+    if not vma_shadow_stack:
+        return False, unknown + "not in a writable shadow stack VMA: EFAULT in shstk_validate_clone()"
+    if word is None:
+        return False, unknown + ("page not present, so gdb cannot read the word: the kernel "
+                                 "faults the page in and checks it (a page never touched holds "
+                                 "0): EINVAL in arch_shstk_validate_clone()")
+    ok, why = token_verdict(arch, addr, word)
+    if ok:
+        return True, unknown + "valid token: consumed, the child starts on token + 8"
+    return False, unknown + why.removesuffix(" (EINVAL)") + \
+        ": EINVAL in arch_shstk_validate_clone()"
+
+
+# XSAVE layout (Intel SDM vol. 1, 13.4): the legacy area and the header come
+# first; xcomp_bv bit 63 says the buffer is compacted (XSAVES/XSAVEC, each
+# present component packed after the previous one, some 64-byte aligned),
+# else standard (XSAVE/XSAVEOPT, each user component at its CPUID offset;
+# supervisor components, CET user state among them, never there).
+XSAVE_HDR_END = 512 + 64
+XCOMP_BV_COMPACTED = 1 << 63
+XFEATURE_CET_USER = 11
+NO_OFFSET = (0, 0xffffffff, -1)
+
+
+def xsave_offset(feature, xcomp_bv, size, aligned, standard_offset):
+    """(offset, how) of component @feature in an XSAVE buffer whose header
+    says @xcomp_bv, or (None, why not).  @size(i), @aligned(i) and
+    @standard_offset(i) give the kernel's xstate_sizes[], the
+    XSTATE_FLAG_ALIGNED64 bit of xstate_flags[] and xstate_offsets[]."""
+    if not xcomp_bv & XCOMP_BV_COMPACTED:
+        off = standard_offset(feature)
+        if off in NO_OFFSET:
+            return None, (f"the buffer is in the standard format (the CPU has no XSAVES), "
+                          f"which has no place for supervisor component {feature}")
+        return off, "standard format"
+    if not xcomp_bv >> feature & 1:
+        return None, f"the compacted buffer holds no component {feature} (xcomp_bv {xcomp_bv:#x})"
+    off = XSAVE_HDR_END
+    for i in range(2, feature + 1):
+        if not xcomp_bv >> i & 1:
+            continue
+        if aligned(i):
+            off = (off + 63) & ~63
+        if i == feature:
+            break
+        off += size(i)
+    return off, "compacted format"
 
 
 def vma_flags(flags, arch, shadow_stack_bit=None):

@@ -5,63 +5,85 @@ arm64: a task on a CPU has its live GCSPR_EL0 in that CPU's registers (QEMU
 shows it, read-only, as $GCSPR_EL0); for any other task thread.gcspr_el0
 holds it, saved at its last context switch (and set by copy_thread for a
 new one).  x86: the SSP lives in the CET user state of the task's XSAVE
-buffer (compacted format), valid while the task is not running.
+buffer, valid while the task is not running.  The buffer is compacted when
+the CPU has XSAVES (xcomp_bv bit 63), and only then can it hold the CET
+user state, a supervisor component; a CPU without XSAVES (QEMU's TCG)
+saves the standard format, without it.
 """
 import gdb
 
-
-
+from shstk import decode
+from shstk.errors import reading
 from shstk.tasks import arch, on_thread, running_cpu
 
-XFEATURE_CET_USER = 11
-XSAVE_HDR_END = 512 + 64          # legacy area + XSAVE header
-XSTATE_FLAG_ALIGNED64 = 1 << 1
+
+def _xstate_table(name, i):
+    return int(gdb.parse_and_eval(f"{name}[{i}]")) & 0xffffffff
 
 
-def _cet_offset(xcomp_bv):
-    """Offset of the CET user state in a compacted XSAVE buffer, computed as
-    the kernel does from xstate_sizes[] and xstate_flags[]."""
-    off = XSAVE_HDR_END
-    for i in range(2, XFEATURE_CET_USER + 1):
-        if not xcomp_bv >> i & 1:
-            continue
-        if int(gdb.parse_and_eval(f"xstate_flags[{i}]")) & XSTATE_FLAG_ALIGNED64:
-            off = (off + 63) & ~63
-        if i == XFEATURE_CET_USER:
-            return off
-        off += int(gdb.parse_and_eval(f"xstate_sizes[{i}]"))
-    return None
+def x86_fpu(task):
+    """The task's struct fpu, which x86 keeps right after its task_struct
+    (x86_task_fpu()): @task must be the struct, not a pointer to it."""
+    if task.type.strip_typedefs().code == gdb.TYPE_CODE_PTR:
+        task = task.dereference()
+    return gdb.Value(int(task.address) + task.type.sizeof).cast(
+        gdb.lookup_type("struct fpu").pointer())
 
 
 def x86_saved_ssp(task):
-    fpu_addr = int(task.address) + task.type.sizeof
-    fpu = gdb.Value(fpu_addr).cast(gdb.lookup_type("struct fpu").pointer())
-    xsave = fpu["fpstate"]["regs"]["xsave"]
-    hdr = xsave["header"]
-    xcomp_bv = int(hdr["xcomp_bv"]) & (2**63 - 1)
-    if not int(hdr["xfeatures"]) >> XFEATURE_CET_USER & 1:
-        return 0      # CET user state in its init state: no shadow stack
-    off = _cet_offset(xcomp_bv)
+    """(SSP or None, where it came from or why there is none)."""
+    pid = int(task["pid"])
+    with reading(f"the struct fpu of pid {pid} (after its task_struct)"):
+        fpu = x86_fpu(task)
+        fpstate = fpu["fpstate"]
+        fpstate_addr = int(fpstate)
+    if fpstate_addr == 0:
+        return None, (f"pid {pid} has no FPU state yet (fpu.fpstate is NULL): a task "
+                      f"being made gets it in copy_thread() (fpu_clone()); ask again after")
+    with reading(f"the XSAVE header of pid {pid} (fpstate {fpstate_addr:#x})"):
+        xsave = fpstate["regs"]["xsave"]
+        xfeatures = int(xsave["header"]["xfeatures"]) & (2**64 - 1)
+        xcomp_bv = int(xsave["header"]["xcomp_bv"]) & (2**64 - 1)
+        base = int(xsave.address)
+    with reading("the kernel's XSAVE layout (xstate_sizes, xstate_flags, xstate_offsets)"):
+        off, how = decode.xsave_offset(
+            decode.XFEATURE_CET_USER, xcomp_bv,
+            lambda i: _xstate_table("xstate_sizes", i),
+            lambda i: _xstate_table("xstate_flags", i) & 2,     # XSTATE_FLAG_ALIGNED64
+            lambda i: _xstate_table("xstate_offsets", i))
     if off is None:
-        return None
-    cet = gdb.Value(int(xsave.address) + off).cast(
-        gdb.lookup_type("struct cet_user_state").pointer())
-    return int(cet["user_ssp"])
+        return None, f"no CET user state in pid {pid}'s XSAVE buffer: {how}"
+    if not xfeatures >> decode.XFEATURE_CET_USER & 1:
+        return 0, (f"CET user state of pid {pid} in its init state (XSAVE {how}): "
+                   f"no shadow stack enabled")
+    with reading(f"the CET user state of pid {pid} at {base + off:#x}"):
+        cet = gdb.Value(base + off).cast(gdb.lookup_type("struct cet_user_state").pointer())
+        value = int(cet["user_ssp"]) & (2**64 - 1)
+    return value, f"CET user state in pid {pid}'s XSAVE buffer ({how})"
 
 
 def ssp(task):
-    """(value, source) of @task's user shadow stack pointer."""
-    cpu = running_cpu(task)
+    """(value or None, source) of @task's user shadow stack pointer; None
+    with the reason where there is none to read."""
+    pid = int(task["pid"])
+    with reading(f"which CPU pid {pid} runs on"):
+        cpu = running_cpu(task)
     if arch() == "arm64":
         if cpu is not None:
-            value = int(on_thread(cpu, lambda: gdb.parse_and_eval("(unsigned long)$GCSPR_EL0")))
-            return value, f"live $GCSPR_EL0 of CPU {cpu}"
-        return int(task["thread"]["gcspr_el0"]) & (2**64 - 1), \
-            "thread.gcspr_el0 (saved at the last context switch)"
-    value = x86_saved_ssp(task)
-    where = "CET user state in the task's XSAVE buffer"
-    if cpu is not None:
-        where += f" (stale: the task is running on CPU {cpu}; the live SSP is in an MSR)"
+            with reading(f"$GCSPR_EL0 of CPU {cpu}"):
+                value = int(on_thread(cpu, lambda: gdb.parse_and_eval("(unsigned long)$GCSPR_EL0")))
+            return value & (2**64 - 1), f"live $GCSPR_EL0 of CPU {cpu}"
+        with reading(f"thread.gcspr_el0 of pid {pid}"):
+            value = int(task["thread"]["gcspr_el0"]) & (2**64 - 1)
+        return value, "thread.gcspr_el0 (saved at the last context switch)"
+    value, where = x86_saved_ssp(task)
+    if cpu is not None and value is not None:
+        where += f"; stale: pid {pid} is running on CPU {cpu}, its live SSP is in an MSR"
     return value, where
 
 
+def live_register():
+    """The register this gdbstub shows the live user shadow stack pointer
+    in, or None (x86 under QEMU or Bochs: none)."""
+    names = {r.name for r in gdb.selected_frame().architecture().registers()}
+    return decode.live_ssp_register(arch(), names)

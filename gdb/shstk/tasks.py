@@ -4,6 +4,9 @@ import gdb
 
 from linux import cpus, tasks, utils
 
+from shstk import decode
+from shstk.errors import reading
+
 task_type = utils.CachedType("struct task_struct")
 
 
@@ -14,10 +17,12 @@ def arch():
 
 def by_pid(pid):
     """The task_struct of @pid; gdb.GdbError if there is none."""
-    task = tasks.get_task_by_pid(int(pid))   # a task_struct pointer
+    with reading("the task list"):
+        task = tasks.get_task_by_pid(int(pid))   # a task_struct pointer
     if task is None:
         raise gdb.GdbError(f"no task with pid {pid}")
-    return task.dereference()
+    with reading(f"the task_struct of pid {pid}"):
+        return as_struct(task)
 
 
 def current_cpu():
@@ -45,7 +50,17 @@ def on_cpu(cpu=-1):
             return gdb.Value(sp_el0).cast(task_type.get_type().pointer()).dereference()
         ptr = cpus.per_cpu(gdb.parse_and_eval("&__entry_task"), cpu)
         return ptr.dereference().dereference()
-    return cpus.get_current_task(cpu)
+    # x86: the kernel's helper returns the per-CPU current_task itself, a
+    # pointer; its .address is that per-CPU slot, not the task (the fpu
+    # after "the task" was read from the per-CPU area: a NULL fpstate).
+    return as_struct(cpus.get_current_task(cpu))
+
+
+def as_struct(task):
+    """@task as a struct task_struct, from a pointer to one or one."""
+    if task.type.strip_typedefs().code == gdb.TYPE_CODE_PTR:
+        return task.dereference()
+    return task
 
 
 def on_thread(cpu, fn):
@@ -75,11 +90,33 @@ def running_cpu(task):
     return None
 
 
-def pid_or_current(arg):
-    """A task from a command argument: a pid, or the current task if empty."""
-    arg = (arg or "").strip()
-    return by_pid(int(gdb.parse_and_eval(arg))) if arg else on_cpu()
+def cpu_has_shadow_stack(feature=None):
+    """Whether the kernel found user shadow stacks (or @feature, see
+    decode.cpu_feature_word) on the CPU at boot (the cpuinfo flag
+    user_shstk on x86, gcs on arm64)."""
+    expr, bit = decode.cpu_feature_word(arch(), feature)
+    return bool(int(gdb.parse_and_eval(expr)) >> bit & 1)
+
+
+def shadow_stack_enabled(task):
+    """Whether @task has user shadow stacks enabled (what copy_thread tests
+    before taking a clone3() token), or None if this kernel has no field
+    for it.  x86: thread.features & ARCH_SHSTK_SHSTK; arm64:
+    thread.gcs_el0_mode & PR_SHADOW_STACK_ENABLE (both bit 0)."""
+    field = "features" if arch() == "x86_64" else "gcs_el0_mode"
+    try:
+        return bool(int(task["thread"][field]) & 1)
+    except gdb.MemoryError:
+        raise
+    except gdb.error:
+        return None
+
+
+def kernel_cmdline():
+    """The command line the guest kernel was booted with."""
+    return gdb.parse_and_eval("saved_command_line").string()
 
 
 def comm(task):
-    return task["comm"].string()
+    with reading("the task's comm"):
+        return task["comm"].string()

@@ -73,7 +73,13 @@ def find(task, addr):
 
 
 def describe(v):
+    """A VMA as the commands show it.  "ss" among the names is the bare flag
+    (as smaps's VmFlags shows it); "shadow_stack" is decode's rule of what
+    clone3() accepts a token in (the flag and writable), the one every
+    verdict uses."""
     start, end, flags, _ = v
-    names = decode.vma_flags(flags, arch(), shadow_stack_bit())
+    bit = shadow_stack_bit()
+    names = decode.vma_flags(flags, arch(), bit)
     return {"start": start, "end": end, "size": end - start, "flags": flags,
-            "perms": decode.perms(flags), "names": names, "ss": "ss" in names}
+            "perms": decode.perms(flags), "names": names,
+            "shadow_stack": decode.is_shadow_stack(flags, arch(), bit)}

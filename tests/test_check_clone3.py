@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: GPL-2.0
+"""gdb/check_clone3.py with gdb mocked: nothing happens at import, one
+handler per stop, the expectations from checks/scenario.py."""
+import importlib.util
+import io
+import json
+import os
+import unittest
+from unittest import mock
+
+from tests import gdbmock
+
+gdb = gdbmock.install()
+
+
+def load():
+    spec = importlib.util.spec_from_file_location(
+        "check_clone3", os.path.join(gdbmock.TOP, "gdb", "check_clone3.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class ImportTest(unittest.TestCase):
+    def test_import_sets_no_breakpoint_and_attaches_to_nothing(self):
+        state = gdbmock.reset("arm64")
+        with mock.patch.dict(os.environ, {}, clear=True):
+            module = load()
+        self.assertEqual(state.breakpoints, [])
+        self.assertFalse([n for n in vars(module) if n in ("log", "last_hit", "SHSTK_ON")])
+
+
+class HandlerTest(unittest.TestCase):
+    cc = load()
+
+    def run_for(self, arch, emu="qemu", shstk_on=True):
+        gdbmock.reset(arch)
+        run = self.cc.Run(io.StringIO(), arch, emu)
+        run.shstk_on = shstk_on
+        return run
+
+    def steps(self, run):
+        return [json.loads(line) for line in run.log.getvalue().splitlines()]
+
+    def test_every_stop_has_a_handler(self):
+        self.assertEqual(set(self.cc.HANDLERS), {"entry", "alloc", "alloc_ret", "validate",
+                                                 "validate_ret", "newtask", "child", "parent"})
+        for case in ("valid", "misaligned", "no_token", "normal", "reused"):
+            for on in (True, False):
+                self.assertTrue(set(self.cc.scenario.gdb_path(case, on)) <= set(self.cc.HANDLERS))
+
+    def child_stop(self, arch, registers, symbols=()):
+        run = self.run_for(arch, "bochs" if arch == "x86_64" else "qemu")
+        gdbmock.STATE.symbols.update(symbols)
+        case = self.cc.Case("valid")
+        case.token = 0x7f0000000ff8
+        task = gdbmock.struct("task_struct", 0x1000, pid=9)
+        gdbmock.STATE.current_task = gdbmock.pointer(task)
+        gdbmock.STATE.frame = gdbmock.Frame(registers=registers)
+        ok = self.cc.on_child(run, case)
+        return ok, self.steps(run)[-1]
+
+    def test_step_5_is_a_skip_where_no_ssp_register_is_shown(self):
+        ok, step = self.child_stop("x86_64", ("rax", "rip"))
+        self.assertTrue(ok)
+        self.assertEqual(step["verdict"], "skip")
+        self.assertIn("the bochs gdbstub shows no shadow stack pointer register", step["reason"])
+
+    def test_step_5_checks_the_live_ssp_where_shown(self):
+        for value, verdict in ((0x7f0000001000, "pass"), (0x7f0000000ff8, "fail")):
+            with self.subTest(value=hex(value)):
+                ok, step = self.child_stop("x86_64", ("rax", "pl3_ssp"),
+                                           {"(long)$pl3_ssp": value})
+                self.assertEqual(step["verdict"], verdict)
+                self.assertEqual(ok, verdict == "pass")
+
+    def test_parent_return_follows_the_scenario(self):
+        for on, rax, verdict in ((True, -14, "pass"), (False, -22, "pass"), (True, -22, "fail")):
+            with self.subTest(shstk_on=on, rax=rax):
+                run = self.run_for("x86_64", shstk_on=on)
+                gdbmock.STATE.symbols["(long)$rax"] = rax
+                self.cc.on_parent(run, self.cc.Case("normal"))
+                self.assertEqual(self.steps(run)[-1]["verdict"], verdict)
+
+    def test_run_case_checks_the_path_and_survives_an_unreadable_stop(self):
+        run = self.run_for("arm64", shstk_on=False)
+        stops = iter(["entry", "alloc", "alloc_ret", "parent"])
+
+        def unreadable(run, case):
+            raise gdb.MemoryError("Cannot access memory at address 0x10")
+
+        handlers = dict.fromkeys(self.cc.HANDLERS, lambda run, case: True)
+        handlers["alloc_ret"] = unreadable
+        with mock.patch.object(self.cc, "next_stop", lambda run: next(stops)), \
+                mock.patch.dict(self.cc.HANDLERS, handlers):
+            ok = self.cc.run_case(run, "no_token")
+        steps = self.steps(run)
+        self.assertFalse(ok)
+        self.assertEqual(steps[0]["step"], "internal")
+        self.assertIn("Cannot access memory", steps[0]["error"])
+        self.assertEqual((steps[1]["step"], steps[1]["verdict"]), ("path", "pass"))
+
+    def test_run_case_fails_a_wrong_path(self):
+        # With a shadow stack, no_token must reach arch_shstk_validate_clone.
+        run = self.run_for("arm64", shstk_on=True)
+        stops = iter(["entry", "alloc", "alloc_ret", "parent"])
+        with mock.patch.object(self.cc, "next_stop", lambda run: next(stops)), \
+                mock.patch.dict(self.cc.HANDLERS, dict.fromkeys(self.cc.HANDLERS,
+                                                                lambda run, case: True)):
+            self.assertFalse(self.cc.run_case(run, "no_token"))
+        self.assertEqual(self.steps(run)[-1]["verdict"], "fail")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,319 @@
+# SPDX-License-Identifier: GPL-2.0
+"""gdb/shstk's helpers with gdb mocked (tests/gdbmock.py): the rules they
+use, and what each says when a read fails."""
+import importlib.util
+import os
+import unittest
+from unittest import mock
+
+from tests import gdbmock
+
+gdb = gdbmock.install()
+
+from shstk import commands, decode, usermem, vmas  # noqa: E402
+
+commands.register()
+
+ARM64_SS_RW = 0x4000100073          # rw-p, mayread/write/exec, ss (read from a guest)
+
+
+class ShadowStackRuleTest(unittest.TestCase):
+    """One rule for "is this a shadow stack clone3() accepts": decode's."""
+
+    def setUp(self):
+        gdbmock.reset("arm64")
+
+    def test_describe_uses_the_tested_rule(self):
+        d = vmas.describe((0x1000, 0x2000, ARM64_SS_RW, None))
+        self.assertTrue(d["shadow_stack"])
+        self.assertIn("ss", d["names"])
+        # The flag without write: shown as a flag, not taken for a usable stack.
+        read_only = ARM64_SS_RW & ~(1 << decode.VMA_BITS["WRITE"])
+        d = vmas.describe((0x1000, 0x2000, read_only, None))
+        self.assertIn("ss", d["names"])
+        self.assertFalse(d["shadow_stack"])
+        self.assertNotIn("ss", d)
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+TASK = 0x10000
+TASK_SIZE = 0x2000
+FPSTATE = 0x50000
+PERCPU_CURRENT = 0x9000     # the per-CPU current_task slot
+# A compacted XSAVE buffer with x87, SSE, AVX, PKRU and CET user state.
+XCOMP_BV = (1 << 63) | 1 | 2 | 4 | (1 << 9) | (1 << 11)
+SIZES = {2: 256, 9: 8, 11: 16}
+CET_AT = FPSTATE + 64 + 512 + 64 + 256 + 8
+
+
+def x86_task(pid=42, xcomp_bv=XCOMP_BV, xfeatures=XCOMP_BV & ~(1 << 63), ssp=0x7f0000002000,
+             fpstate=FPSTATE, features=1, at=TASK):
+    """A task of the guest program in the mock's memory: its struct fpu right
+    after the task_struct, its XSAVE buffer, its CET user state."""
+    V = gdbmock.Value
+    gdbmock.struct_type("task_struct", TASK_SIZE)
+    task = gdbmock.struct("task_struct", at, TASK_SIZE, pid=pid, comm=V("shstk_gdb"),
+                          mm=gdbmock.pointer(0x70000, "mm_struct"),
+                          thread=V(fields={"features": features}))
+    gdbmock.struct("fpu", at + TASK_SIZE, fpstate=gdbmock.pointer(fpstate, "fpstate"))
+    header = V(fields={"xfeatures": xfeatures, "xcomp_bv": xcomp_bv})
+    gdbmock.struct("fpstate", fpstate, regs=V(fields={
+        "xsave": V(address=fpstate + 64, fields={"header": header})}))
+    gdbmock.struct("cet_user_state", CET_AT, user_ssp=ssp)
+    for i in range(2, 12):
+        gdbmock.STATE.symbols[f"xstate_sizes[{i}]"] = SIZES.get(i, 0)
+        gdbmock.STATE.symbols[f"xstate_flags[{i}]"] = 0
+        gdbmock.STATE.symbols[f"xstate_offsets[{i}]"] = 0xffffffff if i == 11 else 576 + 64 * i
+    return task
+
+
+class SspTest(unittest.TestCase):
+    """shstk-ssp on x86: the task, its struct fpu, both XSAVE formats."""
+
+    def setUp(self):
+        self.state = gdbmock.reset("x86_64")
+
+    def run_command(self, line):
+        return gdb.execute(line, to_string=True)
+
+    def test_current_task_is_the_task_not_the_per_cpu_pointer(self):
+        # The kernel's get_current_task() returns the per-CPU current_task,
+        # a pointer whose .address is the per-CPU slot: shstk-ssp once took
+        # the struct fpu from beside that slot (fpstate NULL, 0x248).
+        task = x86_task()
+        self.state.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
+        out = self.run_command("shstk-ssp")
+        self.assertIn("pid 42 (shstk_gdb): 0x7f0000002000", out)
+        self.assertIn("compacted format", out)
+        self.assertIn("stale: pid 42 is running on CPU 0", out)
+
+    def test_standard_format_has_no_cet_state(self):
+        # QEMU's TCG has no XSAVES: the kernel saves the standard format.
+        task = x86_task(xcomp_bv=0, xfeatures=7)
+        self.state.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
+        out = self.run_command("shstk-ssp")
+        self.assertIn("unknown", out)
+        self.assertIn("standard format (the CPU has no XSAVES)", out)
+
+    def test_init_state_is_no_shadow_stack(self):
+        task = x86_task(xfeatures=7)
+        self.state.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
+        self.assertIn(": 0x0  [CET user state of pid 42 in its init state",
+                      self.run_command("shstk-ssp"))
+
+    def test_a_task_being_made_has_no_fpstate_yet(self):
+        # The new task at copy_thread()'s entry: its fpu was zeroed by
+        # arch_dup_task_struct() and fpu_clone() has not run yet.
+        self.state.current_task = gdbmock.pointer(x86_task(pid=41), address=PERCPU_CURRENT)
+        task = x86_task(pid=43, fpstate=0, at=0x30000)
+        self.state.tasks_by_pid[43] = gdbmock.pointer(task)
+        out = self.run_command("shstk-ssp 43")
+        self.assertIn("no FPU state yet (fpu.fpstate is NULL)", out)
+
+    def test_unreadable_xsave_header_is_a_message(self):
+        task = x86_task(fpstate=0x66000)
+        del self.state.memory[0x66000]
+        self.state.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
+        with self.assertRaises(gdb.GdbError) as e:
+            self.run_command("shstk-ssp")
+        self.assertEqual(str(e.exception), "shstk-ssp: cannot read the XSAVE header of pid 42 "
+                         "(fpstate 0x66000): Cannot access memory at address 0x66000")
+
+
+class XsaveOffsetTest(unittest.TestCase):
+    def test_compacted(self):
+        off, how = decode.xsave_offset(11, XCOMP_BV, SIZES.get, lambda i: False, None)
+        self.assertEqual((off, how), (576 + 256 + 8, "compacted format"))
+        # 64-byte alignment of a component rounds up its start.
+        off, _ = decode.xsave_offset(11, XCOMP_BV, SIZES.get, lambda i: i == 11, None)
+        self.assertEqual(off, 896)
+
+    def test_component_not_in_buffer(self):
+        off, why = decode.xsave_offset(11, (1 << 63) | 7, SIZES.get, lambda i: False, None)
+        self.assertIsNone(off)
+        self.assertIn("holds no component 11", why)
+
+    def test_standard(self):
+        self.assertEqual(decode.xsave_offset(2, 7, None, None, {2: 576}.get),
+                         (576, "standard format"))
+        off, why = decode.xsave_offset(11, 7, None, None, lambda i: 0xffffffff)
+        self.assertIsNone(off)
+        self.assertIn("no XSAVES", why)
+
+
+class CloneVerdictTest(unittest.TestCase):
+    """shstk-clone-args: "no VMA" apart from "page not present", and the
+    caller's shadow stack state first, as the kernel checks them."""
+
+    A = 0x4b8ff8
+
+    def verdict(self, word, vma, caller):
+        return decode.clone3_verdict("x86_64", self.A, word, vma, caller)
+
+    def test_caller_without_shadow_stack_is_einval_first(self):
+        ok, why = self.verdict(None, False, False)
+        self.assertFalse(ok)
+        self.assertIn("the caller has no shadow stack: EINVAL in copy_thread()", why)
+        self.assertNotIn("EFAULT", why)
+
+    def test_no_vma_and_not_present_are_apart(self):
+        self.assertIn("no VMA at this address: EFAULT", self.verdict(None, None, True)[1])
+        self.assertIn("not in a writable shadow stack VMA: EFAULT", self.verdict(None, False, True)[1])
+        why = self.verdict(None, True, True)[1]
+        self.assertIn("page not present", why)
+        self.assertIn("EINVAL", why)
+        self.assertNotIn("no VMA", why)
+
+    def test_word_decides_last(self):
+        self.assertEqual(self.verdict(self.A + 8 | 1, True, True),
+                         (True, "valid token: consumed, the child starts on token + 8"))
+        self.assertIn("zero: consumed", self.verdict(0, True, True)[1])
+        self.assertIn("misaligned", decode.clone3_verdict("x86_64", self.A + 1, 0, True, False)[1])
+        self.assertTrue(self.verdict(self.A + 8 | 1, True, None)[1].startswith(
+            "(if the caller has a shadow stack)"))
+
+    def test_the_command_on_a_bss_page_never_touched(self):
+        # The report from make debug: "[0x4b8ff8] = unmapped: not mapped:
+        # clone3() refuses it with EFAULT; in a non-shadow-stack VMA".
+        gdbmock.reset("x86_64")
+        task = x86_task(features=0)
+        gdbmock.STATE.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
+        args = gdbmock.struct("kernel_clone_args", 0x80000, flags=0x100, exit_signal=17,
+                              stack=0x4a0000, stack_size=0x10000, shadow_stack_token=self.A)
+        gdbmock.STATE.frame = gdbmock.Frame(variables={"args": gdbmock.pointer(args)})
+        bss = (0x4a6000, 0x4c1000, 0x100073, None)     # rw-p, no ss flag
+        with mock.patch.object(vmas, "find", return_value=bss), \
+                mock.patch.object(usermem, "read_u64", return_value=None), \
+                mock.patch.object(usermem, "task_mm", return_value=None):
+            out = gdb.execute("shstk-clone-args", to_string=True)
+        self.assertIn("shadow_stack_token 0x4b8ff8", out)
+        self.assertIn("[0x4b8ff8] = not present: page not present", out)
+        self.assertIn("in a non-shadow-stack VMA 0x4a6000-0x4c1000", out)
+        self.assertIn("clone3(): refused: the caller has no shadow stack: EINVAL in copy_thread()",
+                      out)
+        self.assertNotIn("unmapped", out)
+        self.assertNotIn("EFAULT", out)
+
+
+def failing_target(arch):
+    """A target where every read fails: no symbols, no memory, no frame."""
+    state = gdbmock.reset(arch)
+    state.frame = None
+    state.current_task = gdb.MemoryError("Cannot access memory at address 0xffffffff82a0c940")
+    state.tasks_by_pid[7] = gdbmock.pointer(0x123000, "task_struct")
+    return state
+
+
+class NoTracebackTest(unittest.TestCase):
+    """Every helper, fed failing reads, ends in a message that says what it
+    could not read (a gdb.GdbError), never in another exception."""
+
+    CALLS = ["shstk-vmas", "shstk-vmas 7", "shstk-token", "shstk-token 0x4b8ff8",
+             "shstk-token 0x4b8ff8 7", "shstk-token nosuchsymbol", "shstk-ssp", "shstk-ssp 7",
+             "shstk-ssp 99", "shstk-clone-args"]
+
+    def check(self, call, *args):
+        try:
+            call(*args)
+        except gdb.GdbError as e:
+            return str(e)
+        self.fail(f"{args}: no error from a target where nothing can be read")
+
+    def test_commands(self):
+        for arch in ("x86_64", "arm64"):
+            for line in self.CALLS:
+                failing_target(arch)
+                with self.subTest(arch=arch, command=line):
+                    msg = self.check(gdb.execute, line)
+                    self.assertTrue(msg.startswith(line.split()[0] + ": "), msg)
+                    self.assertNotIn("internal error", msg)
+
+    def test_messages_say_what(self):
+        failing_target("x86_64")
+        self.assertEqual(self.check(gdb.execute, "shstk-ssp"),
+                         "shstk-ssp: cannot read the task on the selected CPU: "
+                         "Cannot access memory at address 0xffffffff82a0c940")
+        # (gdb reads a task lazily, so on a real target this one says
+        # "cannot read the task's pid": either names the thing.)
+        self.assertEqual(self.check(gdb.execute, "shstk-vmas 7"),
+                         "shstk-vmas: cannot read the task_struct of pid 7: "
+                         "Cannot access memory at address 0x123000")
+        self.assertEqual(self.check(gdb.execute, "shstk-clone-args"),
+                         "shstk-clone-args: cannot read the selected frame: No frame selected.")
+        self.assertEqual(self.check(gdb.execute, "shstk-ssp 99"), "shstk-ssp: no task with pid 99")
+        self.assertIn("usage: shstk-token ADDR [PID]", self.check(gdb.execute, "shstk-token"))
+
+    def test_unreadable_vmas_and_page_tables(self):
+        state = gdbmock.reset("x86_64")
+        task = x86_task()
+        state.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
+        msg = self.check(gdb.execute, "shstk-vmas")
+        self.assertEqual(msg, "shstk-vmas: cannot read the VMAs of pid 42 (its mm's maple tree): "
+                         "Cannot access memory at address 0x70000")
+        with mock.patch.object(vmas, "find", return_value=None):
+            msg = self.check(gdb.execute, "shstk-token 0x4b8ff8")
+        self.assertEqual(msg, "shstk-token: cannot read pid 42's page tables for 0x4b8ff8: "
+                         "Cannot access memory at address 0x70000")
+
+    def test_functions(self):
+        failing_target("x86_64")
+        for name, args in (("shstk_comm", ()), ("shstk_token_word", (0x4b8ff8,)),
+                           ("shstk_token_word", (0x4b8ff8, 7))):
+            with self.subTest(function=name, args=args):
+                msg = self.check(gdbmock.STATE.functions[name].invoke, *args)
+                self.assertTrue(msg.startswith(f"${name}: cannot read"), msg)
+
+
+def load_debug_script():
+    """gdb/debug.py as a module (its main() runs only as gdb's script)."""
+    spec = importlib.util.spec_from_file_location("shstk_debug", os.path.join(gdbmock.TOP, "gdb",
+                                                                             "debug.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class BannerTest(unittest.TestCase):
+    """make debug names what this emulator and CPU can show, and how to get
+    the rest."""
+
+    debug = load_debug_script()
+
+    def shows(self, arch, cmdline, features, registers=()):
+        state = gdbmock.reset(arch)
+        state.symbols["saved_command_line"] = gdbmock.Value(cmdline)
+        state.symbols.update(features)
+        state.frame = gdbmock.Frame(registers=registers)
+        return "\n".join(self.debug.what_this_shows())
+
+    def test_x86_under_qemu(self):
+        out = self.shows("x86_64", "console=ttyS0 shstk.why=QEMU_TCG_does_not_emulate_CET",
+                         {"boot_cpu_data.x86_capability[11]": 0,
+                          "boot_cpu_data.x86_capability[10]": 0}, ("rax", "rip"))
+        self.assertIn("this CPU has none (QEMU TCG does not emulate CET)", out)
+        self.assertIn("no token is checked or consumed here", out)
+        self.assertIn("make debug ARCH=x86_64 EMU=bochs", out)
+        self.assertIn("this gdbstub shows no register for it", out)
+        self.assertIn("no XSAVES", out)
+
+    def test_x86_with_cet(self):
+        out = self.shows("x86_64", "console=ttyS0 nopku",
+                         {"boot_cpu_data.x86_capability[11]": 1 << 23,
+                          "boot_cpu_data.x86_capability[10]": 1 << 3}, ("rax", "rip"))
+        self.assertIn("this CPU has them", out)
+        self.assertNotIn("EMU=", out)
+        self.assertIn("XSAVE buffer", out)
+        self.assertNotIn("no XSAVES", out)
+
+    def test_arm64_with_gcs(self):
+        out = self.shows("arm64", "console=ttyAMA0", {"elf_hwcap[0]": 1 << 32},
+                         ("x0", "GCSPR_EL0"))
+        self.assertIn("this CPU has them", out)
+        self.assertIn("live shadow stack pointer: $GCSPR_EL0", out)
+
+    def test_unreadable_kernel_is_said(self):
+        out = self.shows("arm64", gdb.MemoryError("Cannot access memory at address 0x0"), {})
+        self.assertIn("cannot read the kernel's CPU features", out)
