@@ -125,7 +125,7 @@ def not_exercised(shstk_on):
             if s not in gdb_steps(c, False)]
 
 # The backend of an emulator whose CPU has no user shadow stack says so, and
-# why, on the kernel command line (scripts/emulators/): the guest programs
+# why, on the kernel command line (scripts/vm/emulators/): the guest programs
 # put it in their SKIP lines, and the checks take it as the declaration.
 WHY_PARAM = "shstk.why="
 
@@ -163,7 +163,7 @@ def scenario_check(program_on, declared_on, cpu_on, why=None):
 
 
 # guest/shstk_gdb.c makes each kind of token (TOKEN_KINDS) and runs CASES in
-# order: scripts/build-guest.sh writes this header for it.
+# order: scripts/build/guest.sh writes this header for it.
 TOKEN_KINDS = ("stack_token", "stack_token_minus_1", "stack_without_token", "ordinary_memory")
 ERRNO_NAMES = {0: "0", -EINVAL: "-EINVAL", -EFAULT: "-EFAULT"}
 
@@ -175,7 +175,7 @@ def c_header():
                     f'{ERRNO_NAMES[want_ret(c, True)]}, {ERRNO_NAMES[want_ret(c, False)]} }},\n'
                     for c in CASES)
     return f"""/* SPDX-License-Identifier: GPL-2.0 */
-/* Generated from checks/scenario.py by scripts/build-guest.sh: do not edit. */
+/* Generated from checks/scenario.py by scripts/build/guest.sh: do not edit. */
 #ifndef SHSTK_SCENARIO_H
 #define SHSTK_SCENARIO_H
 

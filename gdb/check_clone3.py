@@ -9,7 +9,8 @@ state by name, checks it against the scenario, and appends one JSON line to
 the step log; scripts/gdb-check.sh and checks/gdbsteps.py judge the log.
 
 Configuration comes from the environment (set by scripts/gdb-check.sh):
-see shstk/session.py, SHSTK_EMU, and SHSTK_STEPS, the JSON-lines step log.
+see shstk/session.py, SHSTK_EMU and SHSTK_EMU_BREAKPOINTS (lib.sh export_gdb_env), and
+SHSTK_STEPS, the JSON-lines step log.
 Importing this file does nothing; gdb runs it as a script (main()).
 """
 import json
@@ -47,8 +48,11 @@ class Run:
     """One gdb-check run: the step log, the emulator, the stops that hit,
     and the caller's shadow stack state once step 0 has read it."""
 
-    def __init__(self, log, arch, emu):
-        self.log, self.arch, self.emu = log, arch, emu
+    def __init__(self, log, arch, emu, breakpoints="hardware"):
+        # breakpoints: how the emulator's gdbstub must break on user code,
+        # as its backend declares it (scripts/vm/emulators/, lib.sh
+        # export_gdb_env): "hardware", or "software-by-address".
+        self.log, self.arch, self.emu, self.breakpoints = log, arch, emu, breakpoints
         self.hits = []
         self.shstk_on = None
         self.why = None
@@ -158,7 +162,7 @@ def on_entry(run, case):
 
 def check_scenario(run, case, task):
     """Step 0: the program's shadow stack state is what this emulator and CPU
-    are declared to provide (scripts/emulators/ puts shstk.why= on the
+    are declared to provide (scripts/vm/emulators/ puts shstk.why= on the
     kernel command line where they have none), and what the kernel found on
     the CPU."""
     _, _, tasks, usermem, _ = helpers()
@@ -347,16 +351,18 @@ def system_map(vmlinux):
 
 
 def set_breakpoints(run):
-    """The stops of the scenario.  On Bochs a kernel function by its address:
-    resolving a name makes gdb read the code (to skip an endbr64), and
-    Bochs's gdbstub crashes on a read it cannot translate, as every kernel
-    address is while the CPU is still in real mode.  The address comes from
-    System.map: the debug info also describes the __weak
-    arch_shstk_validate_clone() the linker dropped, and gdb may pick that
-    one.  User addresses: hardware breakpoints on QEMU (no write into the
-    program's text); Bochs's gdbstub matches both kinds by address, but only
-    reports software ones with the PC gdb expects."""
-    addrs = system_map(os.environ["SHSTK_VMLINUX"]) if run.emu == "bochs" else None
+    """The stops of the scenario.  A gdbstub that breaks "by address"
+    (Bochs) gets a kernel function by its address: resolving a name makes
+    gdb read the code (to skip an endbr64), and Bochs's gdbstub crashes on a
+    read it cannot translate, as every kernel address is while the CPU is
+    still in real mode.  The address comes from System.map: the debug info
+    also describes the __weak arch_shstk_validate_clone() the linker
+    dropped, and gdb may pick that one.  User addresses: hardware
+    breakpoints where the stub has them (QEMU: no write into the program's
+    text); Bochs's matches both kinds by address, but only reports software
+    ones with the PC gdb expects."""
+    by_address = run.breakpoints == "software-by-address"
+    addrs = system_map(os.environ["SHSTK_VMLINUX"]) if by_address else None
 
     def at(function):
         return f"*{addrs[function]:#x}" if addrs else function
@@ -365,7 +371,7 @@ def set_breakpoints(run):
     Stop(run, "alloc", at(alloc_function(run.arch)))
     Stop(run, "validate", at("arch_shstk_validate_clone"))
     Stop(run, "newtask", at("wake_up_new_task"))
-    hardware = run.emu == "qemu"
+    hardware = run.breakpoints == "hardware"
     Stop(run, "child", "*shstk_child_entry", hardware)
     Stop(run, "parent", "*shstk_parent_return", hardware)
 
@@ -413,7 +419,8 @@ def main():
     session.attach()
     _, _, tasks, _, _ = helpers()
     with open(os.environ["SHSTK_STEPS"], "w") as log:
-        run = Run(log, tasks.arch(), os.environ.get("SHSTK_EMU", "qemu"))
+        run = Run(log, tasks.arch(), os.environ.get("SHSTK_EMU", "qemu"),
+                  os.environ.get("SHSTK_EMU_BREAKPOINTS", "hardware"))
         try:
             set_breakpoints(run)
             ok = True

@@ -8,7 +8,7 @@
  *
  * The cases, their tokens and what clone3() must return are described once,
  * in checks/scenario.py, which the gdb script and the checkers read too;
- * scripts/build-guest.sh writes them as shstk_scenario.h for this program.
+ * scripts/build/guest.sh writes them as shstk_scenario.h for this program.
  * Here is only how each kind of token is made.
  *
  * Where shadow stacks cannot be enabled (x86 under QEMU) every kind but the

@@ -33,7 +33,12 @@ GUEST=$SHSTK_CACHE/guest/$ARCH
 HDR=$KBUILD_DIR/usr/include
 CC=${CROSS_COMPILE}gcc-14
 [ -d "$HDR/linux" ] || die "no kernel headers in $HDR: build the kernel first (make kernel ARCH=$ARCH)"
-mkdir -p "$GUEST/bin" "$GUEST/ksft"
+mkdir -p "$GUEST/bin" "$GUEST/ksft" "$GUEST/include"
+# The gdb scenario's cases, for guest/shstk_gdb.c, from their one
+# description (checks/scenario.py); made aside and moved, as two builds may
+# run at once.
+PYTHONPATH=$SHSTK_TOP python3 -m checks.scenario --c-header >"$GUEST/include/shstk_scenario.h.$$"
+mv "$GUEST/include/shstk_scenario.h.$$" "$GUEST/include/shstk_scenario.h"
 
 # The tests of guest/tests.list for this arch and suite: "name timeout source".
 suite() {
@@ -46,7 +51,7 @@ build_ours() {
 	local name=$1 file=$2 out=$GUEST/bin/$1
 	mkdir -p "$(dirname "$out")"
 	tb "$CC" -static -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror \
-		-isystem "$HDR" -I"$SHSTK_TOP/guest" -o "$out" "$SHSTK_TOP/guest/$file" ||
+		-isystem "$HDR" -I"$SHSTK_TOP/guest" -I"$GUEST/include" -o "$out" "$SHSTK_TOP/guest/$file" ||
 		die "compiling guest/$file for $ARCH failed"
 }
 
