@@ -8,6 +8,12 @@
 
 ARCH ?=
 EMU ?= qemu
+# QEMU=patched|stock: the x86_64 QEMU, the project's build (patches/qemu/)
+# or the toolbox's Debian one; scripts/vm/emulators/qemu.sh holds the default.
+QEMU ?=
+ifneq ($(QEMU),)
+export SHSTK_QEMU := $(QEMU)
+endif
 PROG ?=
 # BASELINE=1: the same, on the pristine kernel without the series (A/B).
 BASELINE ?=
@@ -32,6 +38,8 @@ help:
 	@echo "                            smoke, run, gdb-check, trace, short fuzz; x86 also on Bochs)"
 	@echo "  make kernel [ARCH=]       build the patched kernel (incremental, in the cache)"
 	@echo "  BASELINE=1                with kernel/run/smoke: the pristine kernel, for A/B"
+	@echo "  QEMU=patched|stock        x86_64 under QEMU: the project's QEMU (patches/qemu/, XSAVES"
+	@echo "                            in TCG; built in the cache) or Debian's (default: stock)"
 	@echo "  make debug ARCH= [EMU=]   emulator paused + gdb with the kernel's and shstk-lab's helpers"
 	@echo "  make gdb-check [ARCH=] [EMU=]  scripted, checked gdb step-through of clone3 with a token"
 	@echo "  make trace [ARCH=] [SCRIPT=] [PROG=]  bpftrace in the guest, its log checked"

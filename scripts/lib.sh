@@ -59,6 +59,45 @@ series_list() {
 	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$1"
 }
 
+# A series' identity, by names and contents only (the same series from
+# another clone, CI's, is the same series).   series_hash PATCHDIR
+series_hash() {
+	local p
+	series_list "$1/series" | while read -r p; do
+		[ -f "$1/$p" ] || die "$1/series names $p, which does not exist"
+		echo "$p $(sha256sum <"$1/$p")"
+	done | sha256sum | cut -c1-16
+}
+
+# Apply PATCHDIR's series with git am on a fresh worktree WORKTREE of the
+# pristine tree SRC (tag shstk-base), made if missing; a patch that does not
+# apply is named, with the files it failed on, as not applying to WHAT.
+#   git_am_series SRC WORKTREE PATCHDIR WHAT
+git_am_series() {
+	local src=$1 am=$2 dir=$3 what=$4 p n=0 total files log=$2.am.log
+	if [ ! -d "$am" ]; then
+		git -C "$src" worktree prune
+		git -C "$src" worktree add -q --detach "$am" shstk-base
+	fi
+	git -C "$am" am --abort >/dev/null 2>&1 || true
+	git -C "$am" reset -q --hard shstk-base
+	git -C "$am" clean -qfd
+	total=$(series_list "$dir/series" | wc -l)
+	while read -r p; do
+		n=$((n + 1))
+		if ! git -C "$am" -c user.name=shstk-lab -c user.email=shstk-lab@localhost \
+			am -q --keep-cr "$dir/$p" >"$log" 2>&1; then
+			cat "$log" >&2
+			git -C "$am" am --abort >/dev/null 2>&1 || true
+			# "error: patch failed: FILE:LINE", "error: FILE: does not exist in index"
+			files=$(sed -nE 's/^error: patch failed: (.*):[0-9]+$/\1/p; s/^error: (.*): (does not exist|already exists) in .*/\1/p' \
+				"$log" | sort -u | tr '\n' ' ')
+			die "patch $n/$total ($p) does not apply to $what${files:+ (in ${files% })}"
+		fi
+	done < <(series_list "$dir/series")
+	msg "applied $n patches"
+}
+
 # Canonical architecture names: the kernel's ARCH= value, the Debian
 # architecture, the cross prefix and the image file all follow from this.
 shstk_arch() {

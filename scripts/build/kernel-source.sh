@@ -48,38 +48,8 @@ fetch_and_unpack() {
 	echo "$SHSTK_KERNEL_PKG $version" >"$SRC/.shstk-kernel-version"
 }
 
-series() { series_list "$PATCHES/series"; }
-
-# Names and contents only: the same series from another clone (CI's) is the
-# same series.
-series_hash() {
-	local p
-	series | while read -r p; do
-		[ -f "$PATCHES/$p" ] || die "patches/series names $p, which does not exist"
-		echo "$p $(sha256sum <"$PATCHES/$p")"
-	done | sha256sum | cut -c1-16
-}
-
 apply_series() {
-	local p n=0 total
-	if [ ! -d "$AM" ]; then
-		git_src worktree prune
-		git_src worktree add -q --detach "$AM" shstk-base
-	fi
-	git -C "$AM" am --abort >/dev/null 2>&1 || true
-	git -C "$AM" reset -q --hard shstk-base
-	git -C "$AM" clean -qfd
-	total=$(series | wc -l)
-	while read -r p; do
-		n=$((n + 1))
-		if ! git -C "$AM" -c user.name=shstk-lab -c user.email=shstk-lab@localhost \
-			am -q --keep-cr "$PATCHES/$p" >"$SHSTK_CACHE/src/am.log" 2>&1; then
-			cat "$SHSTK_CACHE/src/am.log" >&2
-			git -C "$AM" am --abort >/dev/null 2>&1 || true
-			die "patch $n/$total ($p) does not apply to $(cat "$SRC/.shstk-kernel-version")"
-		fi
-	done < <(series)
-	msg "applied $n patches"
+	git_am_series "$SRC" "$AM" "$PATCHES" "$(cat "$SRC/.shstk-kernel-version")"
 }
 
 # One at a time: two arches built side by side, or make check-series beside
@@ -108,7 +78,7 @@ if [ -n "$SHSTK_BASELINE" ]; then
 	exit 0
 fi
 
-want=$(series_hash)
+want=$(series_hash "$PATCHES")
 if [ "${1:-}" = --check ]; then
 	apply_series
 	exit 0

@@ -17,7 +17,9 @@ TB=$SHSTK_CACHE/toolbox
 ROOT=$TB/root
 
 # Packages from trixie (e2fsprogs makes the Bochs guest's root filesystem
-# disk; virtme-ng is what make bench compares boots against); the ones
+# disk; virtme-ng is what make bench compares boots against; the -dev
+# libraries, meson, ninja and pkg-config build the project's QEMU,
+# scripts/build-qemu.sh); the ones
 # listed in BACKPORTS come from trixie-backports (QEMU 11.1, gdb 18 and the
 # libelf that gdb 18 needs).
 PKGS=(
@@ -29,6 +31,8 @@ PKGS=(
 	virtme-ng udev
 	libcap-dev libcap-dev:arm64
 	g++-14
+	libglib2.0-dev libpixman-1-dev libfdt-dev libattr1-dev libcap-ng-dev
+	meson ninja-build python3-venv pkg-config
 )
 BACKPORTS=(qemu-system-arm qemu-system-x86 qemu-system-data gdb-multiarch libelf-dev)
 

@@ -116,8 +116,8 @@ first=null
 # The outcome in the emulator's own terms made plain: "poweroff_exit" is
 # the status this emulator gives a guest power-off, so checks/ compares
 # "exit" with it and knows no emulator by name.
-printf '{"arch": "%s", "emu": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "cmdline": "%s"}\n' \
-	"$ARCH" "$EMU" "$rc" "$EMU_POWEROFF_EXIT" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
+printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "cmdline": "%s"}\n' \
+	"$ARCH" "$EMU" "${EMU_BUILD:-}" "$rc" "$EMU_POWEROFF_EXIT" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
 	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" "$EMU_SMP" "$KERNEL_CMDLINE" >"$OUT/vm.json"
 [ "$rc" -ne 124 ] || msg "emulator timed out after $TIMEOUT s; console log: $OUT/console.log"
 exit "$rc"

@@ -33,6 +33,13 @@
 # Why these settings:
 #  - arm64 "-M virt -cpu max" is the only way to get FEAT_GCS (QEMU >= 10.2).
 #  - x86_64 "-cpu max": TCG has no CET, so the guest has no user shadow stack.
+#  - x86_64 runs one of two QEMUs, SHSTK_QEMU (make QEMU=) says which:
+#    "stock", the toolbox's Debian QEMU 11.1 (the default for now), or
+#    "patched", Debian's QEMU 10.2.2 source with patches/qemu/ (XSAVES,
+#    XSAVEC and IA32_XSS in TCG, so the kernel switches FPU state in the
+#    compacted format), built by scripts/build/qemu.sh.  Its source package
+#    has no firmware: it takes Debian's (seabios, qemu-system-data) from the
+#    toolbox with -L.  vm.json records which ("emu_build").
 #  - two CPUs so the token race in the guest suite really races; QEMU runs
 #    them on a host thread each (MTTCG).
 #  - the console goes to a file; test results go to a second channel (a
@@ -76,7 +83,8 @@ emu_command() {
 			-device virtio-serial-device)
 		;;
 	x86_64)
-		EMU_CMD=(qemu-system-x86_64 -M q35 -cpu max -smp "$EMU_SMP" -m 1G
+		qemu_x86_select
+		EMU_CMD=("${QEMU_X86[@]}" -M q35 -cpu max -smp "$EMU_SMP" -m 1G
 			-device virtio-serial-pci)
 		;;
 	esac
@@ -97,4 +105,30 @@ emu_command() {
 		# Paused at the first instruction until gdb continues it.
 		EMU_CMD+=(-gdb "tcp:127.0.0.1:$GDB_PORT" -S)
 	fi
+}
+
+# Which x86_64 QEMU: sets QEMU_X86 (the binary and its firmware options) and
+# EMU_BUILD (what the binary is, for the run's record, vm.json), and says it.
+qemu_x86_select() {
+	local bin
+	case "${SHSTK_QEMU:-stock}" in
+	stock)
+		QEMU_X86=(qemu-system-x86_64)
+		EMU_BUILD="stock $(tb qemu-system-x86_64 --version | sed -n '1s/.*version //p')"
+		;;
+	patched)
+		bin=$("$SHSTK_TOP/scripts/build/qemu.sh") || die "building the patched QEMU failed"
+		QEMU_X86=("$bin" -L /usr/share/seabios -L /usr/share/qemu)
+		EMU_BUILD="patched $("$SHSTK_TOP/scripts/build/qemu.sh" --info)"
+		;;
+	*) die "SHSTK_QEMU (make QEMU=) must be stock or patched (is '$SHSTK_QEMU')" ;;
+	esac
+	msg "x86_64 QEMU: $EMU_BUILD"
+}
+
+# A paused boot waits for its gdbstub for a minute only: the patched QEMU
+# is built before, not on the way (lib.sh start_paused_vm).
+emu_gdbstub_prepare() {
+	[ "$ARCH" != x86_64 ] || [ "${SHSTK_QEMU:-stock}" != patched ] ||
+		"$SHSTK_TOP/scripts/build/qemu.sh" >/dev/null
 }

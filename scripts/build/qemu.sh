@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The project's QEMU: Debian's source package (sid's 1:10.2.2+ds-1, the newest
+# QEMU source the mirror serves), unpacked into the cache and committed there
+# as a pristine base (tag shstk-base), with patches/qemu/series applied on top
+# by git am, built out of tree, in the toolbox, for the one target the harness
+# uses.  Incremental: nothing runs when the source, the series and the
+# configuration are those of the last build; otherwise the series is
+# re-applied in a scratch worktree and the tree moved to the result with
+# "git checkout", which rewrites only the files whose content changed, so
+# ninja rebuilds only what a patch touches.
+#
+#   scripts/build/qemu.sh           build if needed; print the binary's path
+#   scripts/build/qemu.sh --check   only check that the series applies
+#   scripts/build/qemu.sh --info    print "version patches hash" of the build
+#
+# The build has no firmware of its own (the +ds source has none): the
+# emulator backend passes the toolbox's Debian firmware with -L.  Writes
+# $SHSTK_QEMU_DIR/build-x86_64/shstk-qemu.txt: version, series and head.
+set -euo pipefail
+# shellcheck source=../lib.sh
+. "$(dirname "$0")/../lib.sh"
+
+# Rebase here when the mirror serves a newer source (11.x is listed but 404s).
+QEMU_VERSION=${SHSTK_QEMU_VERSION:-1:10.2.2+ds-1}
+QDIR=$SHSTK_CACHE/qemu
+DL=$QDIR/downloads
+SRC=$QDIR/src
+AM=$QDIR/src-am
+BUILD=$QDIR/build-x86_64
+BIN=$BUILD/qemu-system-x86_64
+PATCHES=$SHSTK_TOP/patches/qemu
+STAMP=$BUILD/shstk-qemu.txt
+
+# Only what the harness uses: TCG for x86_64 (q35, microvm, PVH boot, serial,
+# virtio, 9p for the trace root filesystem).  --enable-fdt=system: otherwise
+# meson clones dtc from the network.  --disable-install-blobs: the +ds source
+# has no firmware to install.
+CONFIGURE=(--target-list=x86_64-softmmu --without-default-features
+	--enable-tcg --enable-virtfs --enable-attr --enable-cap-ng
+	--enable-fdt=system --disable-install-blobs --disable-docs
+	--disable-werror --disable-tools --disable-guest-agent
+	--cc=gcc-14 --cxx=g++-14 --host-cc=gcc-14)
+
+git_src() { git -C "$SRC" -c user.name=shstk-lab -c user.email=shstk-lab@localhost "$@"; }
+
+fetch_and_unpack() {
+	local dsc tmp upstream=${QEMU_VERSION#*:}
+	upstream=${upstream%-*}
+	mkdir -p "$DL"
+	dsc=$DL/qemu_${QEMU_VERSION#*:}.dsc
+	if [ ! -f "$dsc" ]; then
+		"$SHSTK_TOP/scripts/tools/apt-local" --sid-src -q update >&2 || die "apt update (project-local, sid sources) failed"
+		(cd "$DL" && "$SHSTK_TOP/scripts/tools/apt-local" --sid-src -q source --download-only "qemu=$QEMU_VERSION" >&2) ||
+			die "could not download Debian's qemu $QEMU_VERSION source (sid)"
+		[ -f "$dsc" ] || die "the download of qemu $QEMU_VERSION left no $dsc"
+	fi
+	msg "unpacking qemu $QEMU_VERSION (with Debian's own patches)"
+	tmp=$QDIR/unpack.tmp
+	rm -rf "$tmp" "$SRC" "$AM"
+	# apt checked every file against the signed Sources index.
+	dpkg-source --no-check -x "$dsc" "$tmp" >"$QDIR/unpack.log" 2>&1 ||
+		die "dpkg-source could not unpack $dsc; see $QDIR/unpack.log"
+	rm -rf "$tmp/.pc"
+	mv "$tmp" "$SRC"
+	git_src init -q
+	git_src add -A -f .
+	git_src commit -q -m "qemu $QEMU_VERSION (pristine, from Debian, debian/patches applied)"
+	git_src tag shstk-base
+	echo "qemu $QEMU_VERSION" >"$SRC/.shstk-qemu-version"
+}
+
+apply_series() {
+	git_am_series "$SRC" "$AM" "$PATCHES" "qemu $QEMU_VERSION"
+}
+
+src_ready() {
+	[ -f "$SRC/.shstk-qemu-version" ] && [ "$(cat "$SRC/.shstk-qemu-version")" = "qemu $QEMU_VERSION" ]
+}
+src_ready || step "fetching Debian's qemu $QEMU_VERSION source" fetch_and_unpack
+
+want=$(series_hash "$PATCHES")
+case "${1:-}" in
+--check)
+	apply_series
+	exit 0
+	;;
+--info)
+	[ -f "$STAMP" ] || die "no QEMU build yet ($STAMP)"
+	sed -n 's/^id: //p' "$STAMP"
+	exit 0
+	;;
+"") ;;
+*) die "usage: build-qemu.sh [--check|--info]" ;;
+esac
+
+have=$(cat "$SRC/.shstk-series" 2>/dev/null || true)
+edits=$(git_src status --porcelain --untracked-files=no)
+if [ "$want" != "$have" ]; then
+	if [ -n "$edits" ]; then
+		if [ "${SHSTK_DISCARD_EDITS:-0}" != 1 ]; then
+			git_src status --short --untracked-files=no | head -n 20 >&2
+			die "patches/qemu changed, and $SRC has local edits that applying it would lose; commit or format-patch them, or set SHSTK_DISCARD_EDITS=1"
+		fi
+		warn "discarding local edits in $SRC (SHSTK_DISCARD_EDITS=1)"
+	fi
+	apply_series
+	git_src checkout -q -f --detach "$(git -C "$AM" rev-parse HEAD)"
+	echo "$want" >"$SRC/.shstk-series"
+	edits=
+elif [ -n "$edits" ]; then
+	# A developer hacking the tree directly: build with the edits, say so.
+	warn "building QEMU with local edits in $SRC (git format-patch them into patches/qemu/ to keep them):"
+	git_src status --short --untracked-files=no | head -n 20 >&2
+fi
+
+conf_hash=$(printf '%s\n' "${CONFIGURE[@]}" | sha256sum | cut -c1-16)
+edit_hash=
+[ -z "$edits" ] || edit_hash=$(git_src diff HEAD | sha256sum | cut -c1-16)
+inputs="qemu $QEMU_VERSION series $want edits ${edit_hash:-none} conf $conf_hash"
+if [ -x "$BIN" ] && [ "$(cat "$BUILD/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
+	msg "QEMU up to date: $(sed -n 's/^id: //p' "$STAMP") ($BIN)"
+	echo "$BIN"
+	exit 0
+fi
+rm -f "$BUILD/.shstk-inputs"
+
+configure() {
+	rm -rf "$BUILD"
+	mkdir -p "$BUILD"
+	(cd "$BUILD" && tb "$SRC/configure" "${CONFIGURE[@]}") >"$QDIR/configure.log" 2>&1 || {
+		tail -n 20 "$QDIR/configure.log" >&2
+		die "configuring QEMU failed (full log: $QDIR/configure.log)"
+	}
+	echo "$conf_hash" >"$BUILD/.shstk-config"
+}
+if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.shstk-config" 2>/dev/null)" != "$conf_hash" ]; then
+	step "configuring QEMU (x86_64-softmmu, TCG)" configure
+fi
+
+# Progress: ninja's "[N/M] ..." lines go to the log; the terminal gets one
+# every 250 steps, and the errors.
+build() {
+	local log=$BUILD/build.log rc=0
+	tb ninja -C "$BUILD" -j"$(nproc)" qemu-system-x86_64 2>&1 | tee "$log" |
+		awk 'match($0, /^\[[0-9]+\/[0-9]+\]/) { s = substr($0, 2, RLENGTH - 2); split(s, a, "/");
+		       if (a[1] % 250 == 0 || a[1] == a[2]) printf "[build-qemu.sh]   %s steps\n", s > "/dev/stderr"; fflush() }
+		     /error:|FAILED:/ { print > "/dev/stderr" }' || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		tail -n 30 "$log" >&2
+		die "QEMU build failed (full log: $log)"
+	fi
+}
+cold=incremental
+[ -x "$BIN" ] || cold=cold
+t0=$EPOCHREALTIME
+step "building QEMU in $BUILD" build >&2
+printf '%s %s %.0f\n' "$(date -u +%FT%TZ)" "$cold" \
+	"$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" >>"$BUILD/shstk-build-times"
+
+head=$(git_src rev-parse --short HEAD)
+npatch=$(git_src rev-list --count shstk-base..HEAD)
+{
+	echo "version: $QEMU_VERSION"
+	echo "series: $npatch patches, hash $want${edit_hash:+, edits $edit_hash}"
+	echo "head: $head"
+	echo "id: qemu $QEMU_VERSION + $npatch patches ($want)"
+} >"$STAMP"
+[ -z "$edit_hash" ] || sed -i "s/^id: .*/& + local edits $edit_hash/" "$STAMP"
+echo "$inputs" >"$BUILD/.shstk-inputs"
+msg "built $(sed -n 's/^id: //p' "$STAMP") -> $BIN"
+echo "$BIN"
