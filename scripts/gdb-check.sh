@@ -32,8 +32,9 @@ msg "gdb attached to $EMU on 127.0.0.1:$GDB_PORT; step log $OUT/gdb-steps.jsonl"
 export_gdb_env "$prog"
 rc=0
 # gdb as a child to stop on TERM or INT (lib.sh): in the foreground, bash
-# would run no trap until gdb ended by itself.
-SHSTK_STEPS=$OUT/gdb-steps.jsonl run_child tb timeout -k 5 "$GDB_TIMEOUT" gdb-multiarch -q -batch -nx \
+# would run no trap until gdb ended by itself.  The tb script, not the
+# function, so that the child signalled is tb itself (see vm/boot.sh).
+SHSTK_STEPS=$OUT/gdb-steps.jsonl run_child "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$GDB_TIMEOUT" gdb-multiarch -q -batch -nx \
 	-x "$SHSTK_TOP/gdb/check_clone3.py" >"$OUT/gdb.log" 2>&1 || rc=$?
 grep '^\[gdb-check\]' "$OUT/gdb.log" >&2 || true
 if [ "$rc" -eq 0 ]; then

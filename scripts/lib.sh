@@ -221,12 +221,22 @@ _shstk_stop_children() {
 	trap - TERM INT
 	# $! as well: a signal may come between "CMD &" and its recording.
 	for p in "${_shstk_children[@]}" ${!:+"$!"}; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${_shstk_children[@]}" ${!:+"$!"}; do wait "$p" 2>/dev/null || true; done
+	# wait alone is not enough: run from a trap that interrupted a wait, it
+	# was seen to return while the child still ran.  Poll until each is gone.
+	for p in "${_shstk_children[@]}" ${!:+"$!"}; do
+		for _ in $(seq 150); do
+			wait "$p" 2>/dev/null || true
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+	done
 	exit "$status"
 }
 
 # Start CMD ARGS... in the background as a child to stop on TERM or INT;
 # its pid is CHILD_PID.  Redirections given to start_child apply to CMD.
+# CMD is a program, never a shell function: a function runs in a forked
+# subshell, whose death on TERM would leave the program it started.
 start_child() {
 	# The script's own traps, put back by wait_children.
 	[ "${#_shstk_children[@]}" -gt 0 ] || _shstk_saved_traps=$(trap -p TERM INT)

@@ -41,6 +41,19 @@ def processes_with(tag):
     return found
 
 
+def emulator_up(tag):
+    """An emulator process itself (not a wrapper whose command line names
+    one: tb, timeout, vm/boot.sh) of the run @tag is up."""
+    for line in emulators_running(tag):
+        try:
+            with open(f"/proc/{line.split()[0]}/comm") as f:
+                if f.read().startswith(("qemu-system", "bochs")):
+                    return True
+        except OSError:
+            pass
+    return False
+
+
 @unittest.skipUnless(kernel_built("arm64"), "arm64 kernel not built (make kernel ARCH=arm64)")
 class FaultTest(unittest.TestCase):
     def interrupt(self, cmd, results, whole_job, stdin=subprocess.DEVNULL, also=None):
@@ -62,8 +75,9 @@ class FaultTest(unittest.TestCase):
                     return "\n  last lines of its output:\n  " + "\n  ".join(f.read().splitlines()[-12:])
 
             try:
+                # The guest's VM running: the case the user's Ctrl-C hits.
                 def started():
-                    return emulators_running(out) and (
+                    return emulator_up(out) and (
                         also is None or any(also in line for line in processes_with(out)))
                 deadline = time.monotonic() + START_SECONDS
                 while time.monotonic() < deadline and not started():

@@ -105,7 +105,11 @@ trap 'msg "stopped (TERM)"; exit 143' TERM
 t0=$EPOCHREALTIME
 rc=0
 # timeout sends TERM, then KILL 5 s later; its own status is 124 on expiry.
-tb timeout -k 5 "$TIMEOUT" "${EMU_CMD[@]}" </dev/null >"$OUT/emulator.log" 2>&1 &
+# The tb script itself, not lib.sh's tb function: "FUNCTION &" forks a
+# subshell that runs tb as its child, so $! (what cleanup signals) would be
+# the subshell, and a TERM to it would leave tb to start the emulator
+# anyway.  "SCRIPT &" execs: $! is tb, then timeout, through every exec.
+"$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$TIMEOUT" "${EMU_CMD[@]}" </dev/null >"$OUT/emulator.log" 2>&1 &
 emu_pid=$!
 wait "$emu_pid" || rc=$?
 emu_pid=
