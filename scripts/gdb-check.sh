@@ -23,8 +23,7 @@ build_kernel_and_guest gdb
 prog=$SHSTK_CACHE/guest/$ARCH/bin/shstk_gdb
 
 trap stop_vm EXIT
-trap 'msg "interrupted"; exit 130' INT
-trap 'msg "stopped (TERM)"; exit 143' TERM
+exit_on_signals
 
 t0=$EPOCHREALTIME
 start_paused_vm "$EMU" "$OUT" "$GUEST_IMAGE" "$((GDB_TIMEOUT + 30))"

@@ -218,12 +218,21 @@ _shstk_children=()
 # shellcheck disable=SC2317  # called by the traps
 _shstk_stop_children() {
 	local status=$1 p
-	trap - TERM INT
+	local -A seen=()
+	# Ignored, not reset: a second signal must neither kill this script
+	# before its children are gone nor run this again.
+	trap '' TERM INT
 	# $! as well: a signal may come between "CMD &" and its recording.
-	for p in "${_shstk_children[@]}" ${!:+"$!"}; do kill -TERM "$p" 2>/dev/null || true; done
+	# Each child is signalled once: a second TERM would reach it in its
+	# own EXIT trap, and its TERM trap's exit would cut that cleanup short.
+	for p in "${_shstk_children[@]}" ${!:+"$!"}; do
+		[ -z "${seen[$p]:-}" ] || continue
+		seen[$p]=1
+		kill -TERM "$p" 2>/dev/null || true
+	done
 	# wait alone is not enough: run from a trap that interrupted a wait, it
 	# was seen to return while the child still ran.  Poll until each is gone.
-	for p in "${_shstk_children[@]}" ${!:+"$!"}; do
+	for p in "${!seen[@]}"; do
 		for _ in $(seq 150); do
 			wait "$p" 2>/dev/null || true
 			kill -0 "$p" 2>/dev/null || break
@@ -231,6 +240,22 @@ _shstk_stop_children() {
 		done
 	done
 	exit "$status"
+}
+
+# Exit with the shell's status for TERM (143) or INT (130), saying which,
+# once: further TERMs and INTs are ignored from then on, so that one coming
+# while the EXIT trap stops a VM cannot end that trap half way (a parent
+# and a user may both signal; an EXIT trap cut short leaves the VM).
+exit_on_signals() {
+	trap '_shstk_signalled 143 "stopped (TERM)"' TERM
+	trap '_shstk_signalled 130 interrupted' INT
+}
+
+# shellcheck disable=SC2317  # called by the traps
+_shstk_signalled() {
+	trap '' TERM INT
+	msg "$2"
+	exit "$1"
 }
 
 # Start CMD ARGS... in the background as a child to stop on TERM or INT;

@@ -61,10 +61,19 @@ command -v debootstrap >/dev/null || {
 }
 [ "$(id -u)" -eq 0 ] || die "the toolbox is made with debootstrap and chroot: run as root"
 
-mirror=$("$SHSTK_TOP/scripts/tools/apt-local" -qq --print-uris download bash 2>/dev/null |
-	sed -nE "s|^'([^']*)/pool/.*|\1|p" | head -n1 || true)
-mirror=${SHSTK_MIRROR:-$mirror}
-[ -n "$mirror" ] || { "$SHSTK_TOP/scripts/tools/apt-local" -qq update; die "could not find the Debian mirror (set SHSTK_MIRROR)"; }
+# The mirror apt-local uses, read off the address it would download from;
+# a fresh cache has no package lists yet, so the first try may need them.
+mirror_of_apt_local() {
+	"$SHSTK_TOP/scripts/tools/apt-local" -qq --print-uris download bash 2>/dev/null |
+		sed -nE "s|^'([^']*)/pool/.*|\1|p" | head -n1 || true
+}
+mirror=${SHSTK_MIRROR:-$(mirror_of_apt_local)}
+if [ -z "$mirror" ]; then
+	msg "fetching the package lists (apt-local update)"
+	"$SHSTK_TOP/scripts/tools/apt-local" -qq update || die "apt-local update failed"
+	mirror=$(mirror_of_apt_local)
+fi
+[ -n "$mirror" ] || die "could not find the Debian mirror (set SHSTK_MIRROR)"
 
 build_root() {
 	local new=$TB/root.new

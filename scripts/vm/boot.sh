@@ -99,8 +99,7 @@ trap cleanup EXIT
 # INT reaches this script only when a user runs it in the foreground: as a
 # background child of another script it starts with SIGINT ignored, and its
 # parent passes a Ctrl-C on as TERM (lib.sh, start_child).
-trap 'msg "interrupted"; exit 130' INT
-trap 'msg "stopped (TERM)"; exit 143' TERM
+exit_on_signals
 
 t0=$EPOCHREALTIME
 rc=0
