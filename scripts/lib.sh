@@ -230,16 +230,21 @@ _shstk_stop_children() {
 		seen[$p]=1
 		kill -TERM "$p" 2>/dev/null || true
 	done
-	# wait alone is not enough: run from a trap that interrupted a wait, it
-	# was seen to return while the child still ran.  Poll until each is gone.
-	for p in "${!seen[@]}"; do
-		for _ in $(seq 150); do
-			wait "$p" 2>/dev/null || true
-			kill -0 "$p" 2>/dev/null || break
-			sleep 0.1
-		done
-	done
+	for p in "${!seen[@]}"; do reap "$p"; done
 	exit "$status"
+}
+
+# Wait until the signalled child PID is gone (at most 15 s: a VM's own
+# cleanup takes a few).  wait alone is not enough: run from a trap that
+# interrupted a wait, it was seen to return while the child still ran.
+reap() {
+	local _
+	for _ in $(seq 150); do
+		wait "$1" 2>/dev/null || true
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	warn "pid $1 still running 15 s after its TERM"
 }
 
 # Exit with the shell's status for TERM (143) or INT (130), saying which,
@@ -311,8 +316,8 @@ start_paused_vm() {
 
 stop_vm() {
 	if [ -n "${VM_PID:-}" ]; then
-		kill "$VM_PID" 2>/dev/null || true
-		wait "$VM_PID" 2>/dev/null || true
+		kill -TERM "$VM_PID" 2>/dev/null || true
+		reap "$VM_PID"
 	fi
 	VM_PID=
 }
