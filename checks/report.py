@@ -17,6 +17,7 @@ never got as far as a report) counts as a failure.
 """
 import json
 import os
+import signal
 import sys
 
 from checks import console, junit, ktap
@@ -77,6 +78,34 @@ def load(outdir):
     return vm, read("console.log") or "", read("guest.out") or ""
 
 
+def signal_of(vm):
+    """The signal the emulator died of, from its shell exit status, or None."""
+    rc = vm.get("exit")
+    if isinstance(rc, int) and 128 < rc < 128 + 65 and not vm.get("timeout"):
+        return rc - 128
+    return None
+
+
+def died_of(vm):
+    sig = signal_of(vm)
+    if sig is None:
+        return ""
+    try:
+        return f": killed by {signal.Signals(sig).name}"
+    except ValueError:
+        return f": killed by signal {sig}"
+
+
+def emulator_log_tail(outdir, lines=8):
+    """The last lines of what the emulator printed (vm/boot.sh adds the host
+    kernel's report of a crash there)."""
+    try:
+        with open(os.path.join(outdir, "emulator.log"), errors="replace") as f:
+            return [x.rstrip("\n") for x in f.readlines()[-lines:]]
+    except FileNotFoundError:
+        return []
+
+
 def judge_run(vm, console_text, guest_text):
     """Return (info, programs, run_problems) for one run."""
     info, programs, done = ktap.parse(guest_text)
@@ -88,7 +117,7 @@ def judge_run(vm, console_text, guest_text):
     elif vm.get("exit") not in (None, vm.get("poweroff_exit", 0)):
         # An emulator may exit non-zero on a power-off (Bochs: 1, on a panic
         # too; the console decides then): vm.json says which status it is.
-        problems.append(f"emulator exit status {vm.get('exit')} "
+        problems.append(f"emulator exit status {vm.get('exit')}{died_of(vm)} "
                         f"(a power-off exits {vm.get('poweroff_exit', 0)})")
     for kind, line in console.scan(console_text):
         problems.append(f"kernel {kind}: {line}")
@@ -215,6 +244,10 @@ def main(argv):
         print(f"guest: kernel {info.get('kernel', '?')} on {info.get('arch', '?')}, "
               f"cpu shadow stack: {info.get('cpu_shstk', '?')}")
     print(table(arch, emu, programs, run_problems))
+    if signal_of(vm) is not None:
+        print(f"the emulator died{died_of(vm)}; the end of {outdir}/emulator.log:")
+        for line in emulator_log_tail(outdir):
+            print(f"    {line}")
     for prog in programs:
         for k, v in prog.metrics.items():
             print(f"{arch} metric {prog.name}.{k} = {v}")

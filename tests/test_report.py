@@ -88,6 +88,27 @@ class JudgeRunTest(unittest.TestCase):
         self.assertEqual(report.judge_run(vm, "", self.FINISHED)[2],
                          ["emulator exit status 1 (a power-off exits 0)"])
 
+    def test_an_emulator_crash_is_named_and_its_log_shown(self):
+        vm = {"arch": "x86_64", "emu": "bochs", "exit": 139, "poweroff_exit": 1,
+              "timeout": False, "seconds": 0.76}
+        self.assertEqual(report.judge_run(vm, "", self.FINISHED)[2],
+                         ["emulator exit status 139: killed by SIGSEGV (a power-off exits 1)"])
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "vm.json"), "w") as f:
+                json.dump(vm, f)
+            with open(os.path.join(d, "emulator.log"), "w") as f:
+                f.write("".join(f"line {i}\n" for i in range(20)) +
+                        "bochs[42]: segfault at 0 ip 1 sp 2 error 4 in libc.so.6\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(report.main(["report", d]), 1)
+        self.assertIn("the emulator died: killed by SIGSEGV", out.getvalue())
+        self.assertIn("    bochs[42]: segfault at 0", out.getvalue())
+        self.assertNotIn("line 12\n", out.getvalue())
+        # A timeout is the harness's own kill, reported as a hang, not a crash.
+        vm.update(exit=124, timeout=True)
+        self.assertIsNone(report.signal_of(vm))
+
     def test_unfinished_guest_fails(self):
         vm = {"arch": "arm64", "emu": "qemu", "exit": 0, "timeout": False, "seconds": 3}
         _, _, problems = report.judge_run(vm, "", "SHSTK-LAB BEGIN t\n1..1\nok 1 a\n")

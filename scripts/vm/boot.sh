@@ -108,10 +108,20 @@ rc=0
 # subshell that runs tb as its child, so $! (what cleanup signals) would be
 # the subshell, and a TERM to it would leave tb to start the emulator
 # anyway.  "SCRIPT &" execs: $! is tb, then timeout, through every exec.
+# The host kernel's log so far: an emulator that crashes is named there.
+klog_lines=$(dmesg 2>/dev/null | wc -l) || klog_lines=
 "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$TIMEOUT" "${EMU_CMD[@]}" </dev/null >"$OUT/emulator.log" 2>&1 &
 emu_pid=$!
 wait "$emu_pid" || rc=$?
 emu_pid=
+# Died of a signal of its own (timeout's TERM and KILL are 124): what the
+# host kernel said about it (program, address, library) goes to the end of
+# emulator.log, which checks/report.py shows with the failure.
+if [ "$rc" -gt 128 ] && [ "$rc" -ne 124 ] && [ -n "$klog_lines" ]; then
+	msg "the emulator died of signal $((rc - 128)); the host kernel's new lines about it:"
+	dmesg 2>/dev/null | tail -n "+$((klog_lines + 1))" | grep -aiE 'segfault|general protection|trap|killed' |
+		tail -n 5 | tee -a "$OUT/emulator.log" >&2 || true
+fi
 t1=$EPOCHREALTIME
 sleep 0.2	# let the follower print the last lines
 first=null
