@@ -31,8 +31,8 @@ mkdir -p "$OUT"
 # gdb runs in the foreground: the terminal, and a Ctrl-C (which interrupts
 # the guest), are gdb's.  A TERM to this script runs the EXIT trap at once
 # (bash waits for no foreground child when it has no TERM trap): it stops
-# the VM, then gdb, the script's only other child.
-trap 'stop_vm; pkill -TERM -P $$ 2>/dev/null || true' EXIT
+# the VM, then gdb, the script's only other child, and waits until it is gone.
+trap 'stop_vm; stop_own_children' EXIT
 start_paused_vm "$EMU" "$OUT" "$GUEST_IMAGE" "${SHSTK_DEBUG_TIMEOUT:-3600}"
 msg "$EMU paused on 127.0.0.1:$GDB_PORT; console log: $OUT/console.log"
 export_gdb_env "$prog"

@@ -247,6 +247,21 @@ reap() {
 	warn "pid $1 still running 15 s after its TERM"
 }
 
+# For an EXIT trap: TERM whatever children this script still has (a gdb in
+# the foreground, which a TERM to the script does not reach) and wait until
+# they are gone.  gdb acts on a TERM only at its next check, which can be
+# seconds away while it loads a kernel's symbols: a script that exits at
+# once leaves it running.
+stop_own_children() {
+	local _
+	pkill -TERM -P $$ 2>/dev/null || true
+	for _ in $(seq 150); do
+		pgrep -P $$ >/dev/null || return 0
+		sleep 0.1
+	done
+	warn "still running 15 s after their TERM: $(pgrep -a -P $$ | tr '\n' ';')"
+}
+
 # Exit with the shell's status for TERM (143) or INT (130), saying which,
 # once: further TERMs and INTs are ignored from then on, so that one coming
 # while the EXIT trap stops a VM cannot end that trap half way (a parent

@@ -41,24 +41,30 @@ def processes_with(tag):
     return found
 
 
-def emulator_up(tag):
-    """An emulator process itself (not a wrapper whose command line names
-    one: tb, timeout, vm/boot.sh) of the run @tag is up."""
-    for line in emulators_running(tag):
+def running_as(lines, names):
+    """Whether one of the processes @lines (from processes_with) is itself
+    a program named in @names (its comm), not a wrapper whose command line
+    names one (tb, timeout, vm/boot.sh)."""
+    for line in lines:
         try:
             with open(f"/proc/{line.split()[0]}/comm") as f:
-                if f.read().startswith(("qemu-system", "bochs")):
+                if f.read().startswith(names):
                     return True
         except OSError:
             pass
     return False
 
 
+def emulator_up(tag):
+    """An emulator process itself of the run @tag is up."""
+    return running_as(emulators_running(tag), ("qemu-system", "bochs"))
+
+
 @unittest.skipUnless(kernel_built("arm64"), "arm64 kernel not built (make kernel ARCH=arm64)")
 class FaultTest(unittest.TestCase):
     def interrupt(self, cmd, results, whole_job, stdin=subprocess.DEVNULL, also=None):
-        """Start cmd, wait for its emulator (and for a process whose command
-        line has @also), then send a Ctrl-C to the whole job (whole_job) or a
+        """Start cmd, wait for its emulator (and for the program @also
+        itself, of this run), then send a Ctrl-C to the whole job (whole_job) or a
         TERM to the script alone.  The script must exit within STOP_SECONDS,
         non-zero, leave nothing running, and its guest must not have
         finished by itself (results: the run's directory under SHSTK_OUT,
@@ -76,9 +82,11 @@ class FaultTest(unittest.TestCase):
 
             try:
                 # The guest's VM running: the case the user's Ctrl-C hits.
+                # The program itself for @also: a TERM that comes while gdb
+                # loads the kernel's symbols is the one it is slow to act on.
                 def started():
                     return emulator_up(out) and (
-                        also is None or any(also in line for line in processes_with(out)))
+                        also is None or running_as(processes_with(out), (also[:15],)))
                 deadline = time.monotonic() + START_SECONDS
                 while time.monotonic() < deadline and not started():
                     self.assertIsNone(p.poll(), "the script ended before its emulator started" + tail())
