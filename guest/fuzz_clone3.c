@@ -38,13 +38,28 @@ bool shstk_enabled;
 
 enum token_kind {
 	TK_NONE, TK_VALID, TK_CONSUMED, TK_MISALIGNED, TK_SS_OFFSET, TK_NORMAL,
-	TK_NORMAL_PAGE_END, TK_UNMAPPED, TK_KERNEL, TK_NONCANONICAL, TK_NR
+	TK_NORMAL_PAGE_END, TK_UNMAPPED, TK_KERNEL, TK_NONCANONICAL, TK_TOP_PAGE,
+	TK_NR
 };
 
 static const char * const kind_names[TK_NR] = {
 	"none", "valid", "consumed", "misaligned", "ss_offset", "normal",
-	"normal_page_end", "unmapped", "kernel", "noncanonical",
+	"normal_page_end", "unmapped", "kernel", "noncanonical", "top_page",
 };
+
+/*
+ * Where user addresses end: TASK_SIZE with 4-level paging on x86 (its
+ * highest), 48-bit VAs on arm64.  A token at or above it is not a user
+ * address.  Where a kernel has more (5-level paging, 52-bit VAs) the
+ * addresses in between are user ones, but nothing drawn here is mapped
+ * there, so they give EFAULT all the same.  No kind draws a tagged address
+ * (arm64 TBI), which would be a user address above this.
+ */
+#if defined(__x86_64__)
+#define USER_ADDR_END	0x00007ffffffff000ULL
+#else
+#define USER_ADDR_END	0x0001000000000000ULL
+#endif
 
 struct call {
 	enum token_kind kind;
@@ -142,6 +157,9 @@ static uint64_t make_token(enum token_kind kind, unsigned long *mapped)
 #endif
 	case TK_NONCANONICAL:
 		return 0x0080000000000000ULL + 8 * pick(1024);
+	case TK_TOP_PAGE:
+		/* x86's SSP, token + 8, would read as an errno here */
+		return 0xfffffffffffff000ULL + 8 * pick(PAGE / 8);
 	default:
 		return 0;
 	}
@@ -158,7 +176,8 @@ static long expected(const struct call *c)
 	/*
 	 * A struct that ends inside the token field gives the kernel its low
 	 * bytes only (the rest reads as zero).  Of the kinds drawn here only
-	 * kernel addresses change by that, and become non-canonical: EFAULT.
+	 * kernel and top page addresses change by that, and stay above
+	 * USER_ADDR_END: EFAULT.
 	 */
 	if (c->size >= CLONE_ARGS_SIZE_VER3)
 		t = c->token;
@@ -177,6 +196,9 @@ static long expected(const struct call *c)
 		return -EINVAL;
 	if (!shstk_enabled)
 		return -EINVAL;
+	/* Not a user address: EFAULT on both arches, after the EINVALs above. */
+	if (t >= USER_ADDR_END)
+		return -EFAULT;
 	if (t != c->token)
 		return -EFAULT;
 	switch (c->kind) {

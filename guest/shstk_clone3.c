@@ -60,6 +60,7 @@ struct shstk_case {
 
 static struct report *reports;		/* MEM_THREADS entries, shared */
 static char skip_reason[256];
+static char run_skip_reason[256];	/* why a case's run() returned SKIP */
 
 #define CHECK(cond, ...)					\
 	do {							\
@@ -68,6 +69,14 @@ static char skip_reason[256];
 			ktap_diag(__VA_ARGS__);			\
 			return FAIL;				\
 		}						\
+	} while (0)
+
+/* A case that cannot run here says why and returns SKIP. */
+#define SKIP_CASE(...)						\
+	do {							\
+		snprintf(run_skip_reason, sizeof(run_skip_reason),	\
+			 __VA_ARGS__);				\
+		return SKIP;					\
 	} while (0)
 
 /* ---- children: raw syscalls only, never return into the parent ---- */
@@ -432,6 +441,189 @@ static enum verdict unmapped_address_efault(void)
 }
 
 /*
+ * 3f: an aligned token that is not a user address: the top page of the
+ * address space.  On x86 the child's SSP (token + 8) went back through
+ * copy_thread()'s IS_ERR_VALUE() test and came out as a made-up errno
+ * (0xfffffffffffffff0: ENOEXEC; 0xfffffffffffff000: 4088).  Both arches:
+ * EFAULT, with and without CLONE_VM.  A surprise success starts a child that
+ * exits at once.
+ */
+static const uint64_t not_user_tokens[] = {
+	0xfffffffffffffff0ULL, 0xfffffffffffff000ULL,
+};
+
+static enum verdict not_user_tokens_refused(long want)
+{
+	static const uint64_t flags[] = { CLONE_VM, 0 };
+	struct report *r = &reports[0];
+	size_t i, j;
+	int bad = 0;
+	long pid;
+
+	for (i = 0; i < ARRAY_SIZE(not_user_tokens); i++) {
+		for (j = 0; j < ARRAY_SIZE(flags); j++) {
+			pid = start_child(flags[j], not_user_tokens[i],
+					  CLONE_ARGS_SIZE_VER3, child_report, r);
+			if (pid > 0)
+				reap(pid);
+			ktap_diag("token %#lx flags %#lx: clone3 returned %ld",
+				  (long)not_user_tokens[i], (long)flags[j], pid);
+			bad += pid != want;
+		}
+	}
+	CHECK(!bad, "%d of %zu calls did not return %ld", bad,
+	      ARRAY_SIZE(not_user_tokens) * ARRAY_SIZE(flags), want);
+	return PASS;
+}
+
+static enum verdict not_user_address_efault(void)
+{
+	return not_user_tokens_refused(-EFAULT);
+}
+
+/* 3f': the same tokens from a caller without shadow stacks: EINVAL first. */
+static enum verdict not_user_address_without_shstk_einval(void)
+{
+	return not_user_tokens_refused(-EINVAL);
+}
+
+/*
+ * 3g: a token in a read-only MAP_PRIVATE mapping of a regular file, with
+ * CLONE_VM so that the kernel looks it up in our own mm: EFAULT, and the
+ * kernel must not have written to the mapping before finding out that it is
+ * no shadow stack.  The page must still be the file's: bytes written to the
+ * file afterwards show through the mapping.  A forced write lookup before
+ * the VMA check breaks COW, leaving an anonymous copy with the old bytes.
+ */
+static enum verdict readonly_file_mapping_efault_no_cow(void)
+{
+	char path[] = "/tmp/shstk_clone3.XXXXXX";
+	struct report *r = &reports[0];
+	uint64_t token, word, before, after = 0;
+	static char page[PAGE];
+	long pid = 0;
+	void *map;
+	int fd;
+
+	fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp %s: %s", path, strerror(errno));
+	unlink(path);
+	memset(page, 0xa5, sizeof(page));
+	if (pwrite(fd, page, PAGE, 0) != (ssize_t)PAGE) {
+		close(fd);
+		CHECK(0, "writing the file: %s", strerror(errno));
+	}
+	map = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED) {
+		close(fd);
+		CHECK(0, "mmap: %s", strerror(errno));
+	}
+	token = (uint64_t)map + PAGE - SHSTK_SLOT;
+
+	/*
+	 * A token-valued word, written through the file: reading it through
+	 * the mapping also shows that file writes reach the mapping at all.
+	 */
+	word = shstk_expected_token(token);
+	if (pwrite(fd, &word, sizeof(word), PAGE - SHSTK_SLOT) == (ssize_t)sizeof(word))
+		before = peek(token);
+	else
+		before = ~word;
+	if (before == word) {
+		pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3,
+				  child_report, r);
+		if (pid > 0)
+			reap(pid);
+		/* New bytes, through the file. */
+		word = ~word;
+		if (pwrite(fd, &word, sizeof(word), PAGE - SHSTK_SLOT) == (ssize_t)sizeof(word))
+			after = peek(token);
+	}
+	munmap(map, PAGE);
+	close(fd);
+	CHECK(before == shstk_expected_token(token),
+	      "the mapping shows %#lx, not the %#lx written to the file",
+	      (long)before, (long)shstk_expected_token(token));
+	ktap_diag("token %#lx in a read-only file mapping: clone3 returned %ld; "
+		  "after a file write the mapping shows %#lx (file %#lx)",
+		  (long)token, pid, (long)after, (long)word);
+	CHECK(pid == -EFAULT, "clone3 returned %ld, expected %d", pid, -EFAULT);
+	CHECK(after == word,
+	      "the mapping shows %#lx, not the file's %#lx: its page was copied",
+	      (long)after, (long)word);
+	return PASS;
+}
+
+/*
+ * /proc/vmstat's nr_foll_pin_acquired and nr_foll_pin_released, folded from
+ * the per-CPU counters first (/proc/sys/vm/stat_refresh): a single pin stays
+ * in a CPU's delta otherwise.  Returns NULL, or why they cannot be read.
+ */
+static const char *foll_pins(long *acquired, long *released)
+{
+	static char why[160];
+	char line[128];
+	int fd, found = 0;
+	FILE *f;
+
+	fd = open("/proc/sys/vm/stat_refresh", O_WRONLY);
+	if (fd < 0 || write(fd, "1\n", 2) != 2) {
+		snprintf(why, sizeof(why),
+			 "cannot write /proc/sys/vm/stat_refresh (%s): one pin hides in per-CPU deltas",
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return why;
+	}
+	close(fd);
+	f = fopen("/proc/vmstat", "r");
+	if (!f) {
+		snprintf(why, sizeof(why), "cannot read /proc/vmstat: %s", strerror(errno));
+		return why;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "nr_foll_pin_acquired %ld", acquired) == 1)
+			found |= 1;
+		else if (sscanf(line, "nr_foll_pin_released %ld", released) == 1)
+			found |= 2;
+	}
+	fclose(f);
+	if (found != 3)
+		return "/proc/vmstat has no nr_foll_pin_acquired and nr_foll_pin_released";
+	return NULL;
+}
+
+/*
+ * 3h: the kernel writes the token through a pinned page (FOLL_PIN, as
+ * Documentation/core-api/pin_user_pages.rst asks of code that writes to a
+ * page's data), and unpins it before clone3() returns.
+ */
+static enum verdict token_page_pinned_foll_pin(void)
+{
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	long acq0 = 0, rel0 = 0, acq1 = 0, rel1 = 0, pid;
+	const char *why;
+
+	CHECK(token, "map_shadow_stack failed");
+	why = foll_pins(&acq0, &rel0);
+	if (why)
+		SKIP_CASE("%s", why);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	CHECK(pid > 0, "clone3 returned %ld", pid);
+	CHECK(reap(pid) == 0, "child did not exit 0");
+	why = foll_pins(&acq1, &rel1);
+	CHECK(!why, "%s", why);
+	ktap_diag("nr_foll_pin_acquired %ld -> %ld, nr_foll_pin_released %ld -> %ld",
+		  acq0, acq1, rel0, rel1);
+	CHECK(peek(token) == 0, "token not consumed: %#lx", (long)peek(token));
+	CHECK(acq1 - acq0 >= 1, "no page pinned around clone3() with a token");
+	CHECK(acq1 - rel1 == acq0 - rel0,
+	      "pins held: %ld before, %ld after", acq0 - rel0, acq1 - rel1);
+	return PASS;
+}
+
+/*
  * 4a: with size 88 (VER2) the kernel never reads the field: a misaligned
  * value, which size 96 refuses, does not matter, and a real token stays.
  */
@@ -699,6 +891,8 @@ static enum verdict race_same_token_one_wins(void)
 /* The one list of cases, in the order they run. */
 static const struct shstk_case cases[] = {
 	{ "caller_without_shstk_einval", false, true, caller_without_shstk_einval },
+	{ "not_user_address_without_shstk_einval", false, true,
+	  not_user_address_without_shstk_einval },
 	{ "size_ver2_ignores_token", false, true, size_ver2_ignores_token },
 	{ "size_ver3_reads_token", false, true, size_ver3_reads_token },
 	{ "size_larger_nonzero_tail_e2big", false, true, size_larger_nonzero_tail_e2big },
@@ -710,6 +904,10 @@ static const struct shstk_case cases[] = {
 	{ "normal_memory_efault", true, false, normal_memory_efault },
 	{ "shstk_page_without_token_einval", true, false, shstk_page_without_token_einval },
 	{ "unmapped_address_efault", true, false, unmapped_address_efault },
+	{ "not_user_address_efault", true, false, not_user_address_efault },
+	{ "readonly_file_mapping_efault_no_cow", true, false,
+	  readonly_file_mapping_efault_no_cow },
+	{ "token_page_pinned_foll_pin", true, false, token_page_pinned_foll_pin },
 	{ "no_clone_vm_token_in_child_copy", true, false, no_clone_vm_token_in_child_copy },
 	{ "clone_vfork_token_in_child_copy", true, false, clone_vfork_token_in_child_copy },
 	{ "clone_vm_vfork_token_consumed", true, false, clone_vm_vfork_token_consumed },
@@ -745,8 +943,9 @@ static void run_case(const struct shstk_case *c)
 		return;
 	}
 	ktap_diag("running %s", c->name);
+	run_skip_reason[0] = '\0';
 	v = c->run();
-	ktap_result(v == PASS, c->name, NULL);
+	ktap_result(v == PASS, c->name, v == SKIP ? run_skip_reason : NULL);
 }
 
 /*
