@@ -23,12 +23,13 @@ git_src() { git -C "$SRC" -c user.name=shstk-lab -c user.email=shstk-lab@localho
 fetch_and_unpack() {
 	local deb tmp
 	mkdir -p "$DL"
-	deb=$(find "$DL" -maxdepth 1 -name "${SHSTK_KERNEL_PKG}_*.deb" | sort -V | tail -n1)
+	# -H: the downloads directory may be a symlink (a cache sharing another's).
+	deb=$(find -H "$DL" -maxdepth 1 -name "${SHSTK_KERNEL_PKG}_*.deb" | sort -V | tail -n1)
 	if [ -z "$deb" ]; then
 		"$SHSTK_TOP/scripts/tools/apt-local" -q update >&2 || die "apt update (project-local) failed"
 		(cd "$DL" && "$SHSTK_TOP/scripts/tools/apt-local" -q download "$SHSTK_KERNEL_PKG/$SHSTK_KERNEL_SUITE" >&2) ||
 			die "could not download $SHSTK_KERNEL_PKG from $SHSTK_KERNEL_SUITE"
-		deb=$(find "$DL" -maxdepth 1 -name "${SHSTK_KERNEL_PKG}_*.deb" | sort -V | tail -n1)
+		deb=$(find -H "$DL" -maxdepth 1 -name "${SHSTK_KERNEL_PKG}_*.deb" | sort -V | tail -n1)
 		[ -n "$deb" ] || die "the download of $SHSTK_KERNEL_PKG left no .deb in $DL"
 	fi
 	version=$(dpkg-deb -f "$deb" Version)
