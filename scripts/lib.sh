@@ -234,17 +234,30 @@ _shstk_stop_children() {
 	exit "$status"
 }
 
+# Run CMD ARGS... every 0.1 s until it fails (what it looks for is gone);
+# non-zero if it still succeeds after SECONDS.
+#   poll_until_gone SECONDS CMD ARGS...
+poll_until_gone() {
+	local n=$(($1 * 10)) _
+	shift
+	for _ in $(seq "$n"); do
+		"$@" || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Collects PID if it exited, then says whether it still runs.
+_shstk_pid_alive() {
+	wait "$1" 2>/dev/null || true
+	kill -0 "$1" 2>/dev/null
+}
+
 # Wait until the signalled child PID is gone (at most 15 s: a VM's own
 # cleanup takes a few).  wait alone is not enough: run from a trap that
 # interrupted a wait, it was seen to return while the child still ran.
 reap() {
-	local _
-	for _ in $(seq 150); do
-		wait "$1" 2>/dev/null || true
-		kill -0 "$1" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	warn "pid $1 still running 15 s after its TERM"
+	poll_until_gone 15 _shstk_pid_alive "$1" || warn "pid $1 still running 15 s after its TERM"
 }
 
 # For an EXIT trap: TERM whatever children this script still has (a gdb in
@@ -253,13 +266,9 @@ reap() {
 # seconds away while it loads a kernel's symbols: a script that exits at
 # once leaves it running.
 stop_own_children() {
-	local _
 	pkill -TERM -P $$ 2>/dev/null || true
-	for _ in $(seq 150); do
-		pgrep -P $$ >/dev/null || return 0
-		sleep 0.1
-	done
-	warn "still running 15 s after their TERM: $(pgrep -a -P $$ | tr '\n' ';')"
+	poll_until_gone 15 pgrep -P $$ >/dev/null ||
+		warn "still running 15 s after their TERM: $(pgrep -a -P $$ | tr '\n' ';')"
 }
 
 # Exit with the shell's status for TERM (143) or INT (130), saying which,

@@ -20,16 +20,19 @@ DL=$SHSTK_CACHE/downloads
 PATCHES=$SHSTK_TOP/patches
 git_src() { git -C "$SRC" -c user.name=shstk-lab -c user.email=shstk-lab@localhost "$@"; }
 
+# The newest downloaded package.  -H: the downloads directory may be a
+# symlink (a cache sharing another's).
+newest_deb() { find -H "$DL" -maxdepth 1 -name "${SHSTK_KERNEL_PKG}_*.deb" | sort -V | tail -n1; }
+
 fetch_and_unpack() {
 	local deb tmp
 	mkdir -p "$DL"
-	# -H: the downloads directory may be a symlink (a cache sharing another's).
-	deb=$(find -H "$DL" -maxdepth 1 -name "${SHSTK_KERNEL_PKG}_*.deb" | sort -V | tail -n1)
+	deb=$(newest_deb)
 	if [ -z "$deb" ]; then
 		"$SHSTK_TOP/scripts/tools/apt-local" -q update >&2 || die "apt update (project-local) failed"
 		(cd "$DL" && "$SHSTK_TOP/scripts/tools/apt-local" -q download "$SHSTK_KERNEL_PKG/$SHSTK_KERNEL_SUITE" >&2) ||
 			die "could not download $SHSTK_KERNEL_PKG from $SHSTK_KERNEL_SUITE"
-		deb=$(find -H "$DL" -maxdepth 1 -name "${SHSTK_KERNEL_PKG}_*.deb" | sort -V | tail -n1)
+		deb=$(newest_deb)
 		[ -n "$deb" ] || die "the download of $SHSTK_KERNEL_PKG left no .deb in $DL"
 	fi
 	version=$(dpkg-deb -f "$deb" Version)

@@ -73,10 +73,7 @@ cleanup() {
 		# timeout passes the TERM on to the emulator.  Never a bare wait:
 		# an emulator that ignores TERM must not keep this script alive.
 		kill -TERM "$emu_pid" 2>/dev/null || true
-		for _ in $(seq 20); do
-			kill -0 "$emu_pid" 2>/dev/null || break
-			sleep 0.1
-		done
+		poll_until_gone 2 kill -0 "$emu_pid" 2>/dev/null || true
 		kill -KILL "$emu_pid" 2>/dev/null || true
 		wait "$emu_pid" 2>/dev/null || true
 	fi
@@ -114,10 +111,10 @@ klog_lines=$(dmesg 2>/dev/null | wc -l) || klog_lines=
 emu_pid=$!
 wait "$emu_pid" || rc=$?
 emu_pid=
-# Died of a signal of its own (timeout's TERM and KILL are 124): what the
-# host kernel said about it (program, address, library) goes to the end of
-# emulator.log, which checks/report.py shows with the failure.
-if [ "$rc" -gt 128 ] && [ "$rc" -ne 124 ] && [ -n "$klog_lines" ]; then
+# Died of a signal (timeout's own expiry is 124): what the host kernel said
+# about it (program, address, library) goes to the end of emulator.log,
+# which checks/report.py shows with the failure.
+if [ "$rc" -gt 128 ] && [ -n "$klog_lines" ]; then
 	msg "the emulator died of signal $((rc - 128)); the host kernel's new lines about it:"
 	dmesg 2>/dev/null | tail -n "+$((klog_lines + 1))" | grep -aiE 'segfault|general protection|trap|killed' |
 		tail -n 5 | tee -a "$OUT/emulator.log" >&2 || true
