@@ -241,8 +241,9 @@ def main(argv):
     with open(os.path.join(outdir, "results.json"), "w") as f:
         json.dump(result, f, indent=1)
     if info:
+        xstate = f", FPU state {info['xstate']}" if "xstate" in info else ""
         print(f"guest: kernel {info.get('kernel', '?')} on {info.get('arch', '?')}, "
-              f"cpu shadow stack: {info.get('cpu_shstk', '?')}")
+              f"cpu shadow stack: {info.get('cpu_shstk', '?')}{xstate}")
     print(table(arch, emu, programs, run_problems))
     if signal_of(vm) is not None:
         print(f"the emulator died{died_of(vm)}; the end of {outdir}/emulator.log:")

@@ -19,10 +19,12 @@ sys.path.insert(0, os.path.dirname(HERE))
 from checks import scenario  # noqa: E402
 from shstk import session  # noqa: E402
 
-# Where a CPU with shadow stacks can be had for an arch whose default one has
-# none: the value of EMU= to choose (the emulators' own declarations say
+# Where a CPU with shadow stacks can be had when this one has none (x86 under
+# QEMU=stock): the make variable to set (the emulators' own declarations say
 # what they provide; this is the pointer a user needs at the stop).
-WITH_SHADOW_STACKS = {"x86_64": "EMU=bochs (Bochs emulates CET)"}
+WITH_SHADOW_STACKS = {
+    "x86_64": "QEMU=patched (the project's QEMU, with CET in TCG; EMU=bochs has CET too)",
+}
 HELPERS = ("shstk-clone-args", "shstk-vmas", "shstk-ssp")
 
 BANNER = """

@@ -43,8 +43,17 @@ case "$flags" in
 *user_shstk* | *" gcs"*) shstk=yes ;;
 *) shstk=no ;;
 esac
-say "kernel $(uname -r), cpu shadow stack: $shstk"
-emit "SHSTK-LAB GUEST kernel=$(uname -r) arch=$(uname -m) cpu_shstk=$shstk"
+# x86: the FPU state format the kernel chose, from the ring buffer (the
+# console's loglevel hides the line): "compacted" only with XSAVES.
+xstate=
+line=$(dmesg 2>/dev/null | grep -m1 'x86/fpu: Enabled xstate features' || true)
+if [ -n "$line" ]; then
+	features=$(echo "$line" | sed -n 's/.*features \(0x[0-9a-f]*\).*/\1/p')
+	format=$(echo "$line" | sed -n "s/.*using '\([a-z]*\)' format.*/\1/p")
+	xstate=" xstate=$features,$format"
+fi
+say "kernel $(uname -r), cpu shadow stack: $shstk${xstate:+, FPU state:$xstate}"
+emit "SHSTK-LAB GUEST kernel=$(uname -r) arch=$(uname -m) cpu_shstk=$shstk$xstate"
 
 # bpftrace lives in a Debian root filesystem, read-only: shared over 9p by
 # QEMU, an ext4 disk under Bochs (shstk.rootfs= says which).  It runs

@@ -19,6 +19,7 @@ arches=${1:-x86_64 arm64}
 LOG=$SHSTK_OUT/test
 mkdir -p "$LOG"
 steps=()
+shstk_runs=()
 cd "$SHSTK_TOP"
 
 # run_step NAME KIND CMD...: KIND says how to count its result (see
@@ -51,6 +52,12 @@ for a in $arches; do
 	for emu in $(emulators_for "$a"); do
 		emu_vars "$emu"
 		tag=$(basename "$EMU_OUT")
+		# The project's own emulator build (x86: QEMU with CET), also a
+		# step of its own.
+		EMU_BUILD_CMD=()
+		! declare -F emu_build_command >/dev/null || emu_build_command
+		[ "${#EMU_BUILD_CMD[@]}" -eq 0 ] ||
+			run_step "emulator-$tag" build "${EMU_BUILD_CMD[@]}"
 		run_step "smoke-$tag" "results:$EMU_OUT/smoke" scripts/run.sh smoke "$a" "$emu"
 		run_step "run-$tag" "results:$EMU_OUT" scripts/run.sh run "$a" "$emu"
 		run_step "gdb-check-$tag" gdbsteps scripts/gdb-check.sh "$a" "$emu"
@@ -61,7 +68,14 @@ for a in $arches; do
 		# has no shadow stack: it would fuzz the refusal path only.
 		[ -n "$EMU_NO_SHSTK_WHY" ] || run_step "fuzz-$tag" "results:$EMU_OUT/fuzz" \
 			env KCONFIG= CALLS=3000 ROUNDS=300 scripts/fuzz.sh "$a" "$emu"
+		[ -n "$EMU_NO_SHSTK_WHY" ] || shstk_runs+=("$EMU_OUT/results.json")
 	done
+	# Two emulators with shadow stacks (x86: QEMU with CET in TCG, and
+	# Bochs): the same cases must get the same verdicts on both.
+	if [ "${#shstk_runs[@]}" -eq 2 ]; then
+		run_step "compare-$a" ktap python3 -m checks.compare "${shstk_runs[@]}"
+	fi
+	shstk_runs=()
 done
 
 # The harness under faults (Ctrl-C, a hung guest, two arches at once): these

@@ -295,7 +295,7 @@ class BannerTest(unittest.TestCase):
                           "boot_cpu_data.x86_capability[10]": 0}, ("rax", "rip"))
         self.assertIn("this CPU has none (QEMU TCG does not emulate CET)", out)
         self.assertIn("no token is checked or consumed here", out)
-        self.assertIn("make debug ARCH=x86_64 EMU=bochs", out)
+        self.assertIn("make debug ARCH=x86_64 QEMU=patched", out)
         self.assertIn("this gdbstub shows no register for it", out)
         self.assertIn("no XSAVES", out)
 

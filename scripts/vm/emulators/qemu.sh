@@ -23,6 +23,10 @@
 #     EMU_ROOTFS_DEV      what the guest mounts the bpftrace root filesystem
 #                         from (guest/init.sh shstk.rootfs=)
 #     EMU_CMDLINE         kernel parameters this emulator needs
+#   emu_build_command  (optional) sets EMU_BUILD_CMD to the command that
+#                  builds this emulator for $ARCH when it is the project's
+#                  own build (empty when there is nothing to build): make
+#                  test runs it as a step of its own
 #   emu_prepare    (optional) makes the boot medium, once OUT is set
 #   emu_command    fills EMU_CMD (the command line) and EMU_MATCH (a string
 #                  only this run's emulator has on its command line: what
@@ -32,14 +36,15 @@
 #
 # Why these settings:
 #  - arm64 "-M virt -cpu max" is the only way to get FEAT_GCS (QEMU >= 10.2).
-#  - x86_64 "-cpu max": TCG has no CET, so the guest has no user shadow stack.
 #  - x86_64 runs one of two QEMUs, SHSTK_QEMU (make QEMU=) says which:
-#    "stock", the toolbox's Debian QEMU 11.1 (the default for now), or
-#    "patched", Debian's QEMU 10.2.2 source with patches/qemu/ (XSAVES,
-#    XSAVEC and IA32_XSS in TCG, so the kernel switches FPU state in the
-#    compacted format), built by scripts/build/qemu.sh.  Its source package
-#    has no firmware: it takes Debian's (seabios, qemu-system-data) from the
-#    toolbox with -L.  vm.json records which ("emu_build").
+#    "patched" (the default), Debian's QEMU 10.2.2 source with
+#    patches/qemu/ (XSAVES and user-mode CET shadow stacks in TCG, the user
+#    SSP as gdb's pl3_ssp register), built by scripts/build/qemu.sh, where
+#    "-cpu max" has all of it; or "stock", the toolbox's Debian QEMU 11.1,
+#    whose TCG has no CET, so the guest has no user shadow stack there.
+#    The patched build's source package has no firmware: it takes Debian's
+#    (seabios, qemu-system-data) from the toolbox with -L.  vm.json records
+#    which ("emu_build").
 #  - two CPUs so the token race in the guest suite really races; QEMU runs
 #    them on a host thread each (MTTCG).  One under gdb: with two, a stop
 #    on one vCPU can come while the other is hitting a breakpoint too (any
@@ -73,8 +78,16 @@ emu_declare() {
 		EMU_NO_SHSTK_WHY=
 		;;
 	x86_64)
-		EMU_SSP_REGISTER=
-		EMU_NO_SHSTK_WHY="QEMU TCG does not emulate CET"
+		case "$(qemu_x86_variant)" in
+		patched)
+			EMU_SSP_REGISTER=pl3_ssp
+			EMU_NO_SHSTK_WHY=
+			;;
+		*)
+			EMU_SSP_REGISTER=
+			EMU_NO_SHSTK_WHY="stock QEMU's TCG does not emulate CET (QEMU=patched does)"
+			;;
+		esac
 		;;
 	*) die "EMU=qemu: no QEMU setup for ARCH=$ARCH" ;;
 	esac
@@ -113,11 +126,27 @@ emu_command() {
 	fi
 }
 
+# Which x86_64 QEMU runs: SHSTK_QEMU, the project's build by default.
+qemu_x86_variant() {
+	case "${SHSTK_QEMU:-patched}" in
+	patched | stock) echo "${SHSTK_QEMU:-patched}" ;;
+	*) die "SHSTK_QEMU (make QEMU=) must be patched or stock (is '$SHSTK_QEMU')" ;;
+	esac
+}
+
+# shellcheck disable=SC2034  # read by scripts/test.sh
+emu_build_command() {
+	EMU_BUILD_CMD=()
+	if [ "$ARCH" = x86_64 ] && [ "$(qemu_x86_variant)" = patched ]; then
+		EMU_BUILD_CMD=("$SHSTK_TOP/scripts/build/qemu.sh")
+	fi
+}
+
 # Which x86_64 QEMU: sets QEMU_X86 (the binary and its firmware options) and
 # EMU_BUILD (what the binary is, for the run's record, vm.json), and says it.
 qemu_x86_select() {
 	local bin
-	case "${SHSTK_QEMU:-stock}" in
+	case "$(qemu_x86_variant)" in
 	stock)
 		QEMU_X86=(qemu-system-x86_64)
 		EMU_BUILD="stock $(tb qemu-system-x86_64 --version | sed -n '1s/.*version //p')"
@@ -127,7 +156,6 @@ qemu_x86_select() {
 		QEMU_X86=("$bin" -L /usr/share/seabios -L /usr/share/qemu)
 		EMU_BUILD="patched $("$SHSTK_TOP/scripts/build/qemu.sh" --info)"
 		;;
-	*) die "SHSTK_QEMU (make QEMU=) must be stock or patched (is '$SHSTK_QEMU')" ;;
 	esac
 	msg "x86_64 QEMU: $EMU_BUILD"
 }
@@ -135,6 +163,6 @@ qemu_x86_select() {
 # A paused boot waits for its gdbstub for a minute only: the patched QEMU
 # is built before, not on the way (lib.sh start_paused_vm).
 emu_gdbstub_prepare() {
-	[ "$ARCH" != x86_64 ] || [ "${SHSTK_QEMU:-stock}" != patched ] ||
+	[ "$ARCH" != x86_64 ] || [ "$(qemu_x86_variant)" != patched ] ||
 		"$SHSTK_TOP/scripts/build/qemu.sh" >/dev/null
 }

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cet_insns: the CET shadow-stack instructions and faults, one by one, from
+ * user space.  It checks the emulator (QEMU's TCG with the project's
+ * patches, or Bochs) as much as the kernel: RDSSP, CALL/RET, INCSSP,
+ * RSTORSSP and SAVEPREVSSP, WRSS, a forged return (#CP), an ordinary write
+ * to a shadow stack page, and a signal delivered and returned from on a
+ * shadow stack.  Both emulators must give the same verdicts (make test
+ * compares them); on a CPU without user shadow stacks every case but the
+ * first is skipped, with the reason.
+ *
+ * Each case runs in a child of its own that enables shadow stacks first,
+ * so that a fault ends only that child: the case's result is the child's
+ * exit status, or 100 + si_code for SIGSEGV and 200 for SIGILL, caught by
+ * a handler that exits at once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "lib/shstk.h"
+#include "lib/ktap.h"
+
+#if !defined(__x86_64__)
+#error "cet_insns tests x86 CET instructions: build it for x86_64 only (guest/tests.list)"
+#endif
+
+bool shstk_enabled;
+
+#define ARCH_SHSTK_WRSS		(1ULL << 1)
+#define EXIT_SEGV(code)		(100 + (code))
+#define EXIT_SIGILL		200
+#define EXIT_NO_ENABLE		250
+#define SHSTK_SIZE		4096UL
+#define DEPTH			2000
+
+#define CHECK(cond)							\
+	do {								\
+		if (!(cond)) {						\
+			ktap_diag("FAILED: %s (line %d)", #cond, __LINE__); \
+			return 1;					\
+		}							\
+	} while (0)
+
+struct insn_case {
+	const char *name;
+	int (*run)(void);
+	int want;		/* the child's exit status */
+	bool shstk;		/* runs with shadow stacks enabled */
+};
+
+static uint64_t handler_ssp;
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	_exit(sig == SIGSEGV ? EXIT_SEGV(si->si_code) : EXIT_SIGILL);
+}
+
+static void on_usr1(int sig)
+{
+	handler_ssp = read_ssp();
+}
+
+/* RDSSP is a NOP without shadow stacks: the register keeps its value. */
+static int rdssp_nop_without_shstk(void)
+{
+	CHECK(read_ssp() == 0);
+	return 0;
+}
+
+static __attribute__((noinline)) uint64_t callee_ssp(void)
+{
+	return read_ssp();
+}
+
+/* SSP is 8-byte aligned, and a CALL pushes one 8-byte entry. */
+static int rdssp_reads_the_ssp(void)
+{
+	uint64_t ssp = read_ssp();
+	uint64_t inner = callee_ssp();
+
+	ktap_diag("ssp %#lx, in a callee %#lx", (unsigned long)ssp, (unsigned long)inner);
+	CHECK(ssp && !(ssp & 7));
+	CHECK(inner == ssp - 8);
+	return 0;
+}
+
+static __attribute__((noinline)) long dive(int depth, uint64_t expect)
+{
+	long bad = read_ssp() != expect;
+
+	if (depth) {
+		bad += dive(depth - 1, expect - 8);
+		/* Keep the call a call: no tail call, no loop. */
+		asm volatile ("" : "+r"(bad));
+	}
+	return bad;
+}
+
+/* Each level of a deep recursion is one entry, and every RET matches. */
+static int call_ret_deep_recursion(void)
+{
+	uint64_t ssp = read_ssp();
+
+	CHECK(dive(DEPTH, ssp - 8) == 0);
+	CHECK(read_ssp() == ssp);
+	return 0;
+}
+
+/* A RET to an address the shadow stack does not hold: #CP, SEGV_CPERR. */
+void cet_forged_return(void);
+asm (".pushsection .text\n"
+	".globl cet_forged_return\n"
+	"cet_forged_return:\n"
+	"	lea 1f(%rip), %rax\n"
+	"	mov %rax, (%rsp)\n"
+	"	ret\n"
+	"1:	ud2\n"
+	".popsection\n");
+
+static int forged_return(void)
+{
+	cet_forged_return();
+	return 1;
+}
+
+/* An ordinary store to a shadow stack page: a write fault, SEGV_ACCERR. */
+static int ordinary_write(void)
+{
+	*(volatile uint64_t *)read_ssp() = 0;
+	return 1;
+}
+
+/* WRSS without IA32_U_CET.WR_SHSTK_EN: #UD. */
+static int wrss_not_enabled(void)
+{
+	long base = map_shadow_stack(0, SHSTK_SIZE, 0);
+
+	CHECK(base > 0);
+	asm volatile ("wrssq %0, (%1)" : : "r"(1L), "r"(base) : "memory");
+	return 1;
+}
+
+/* WRSS once the kernel enabled it: the word changes, a normal load sees it. */
+static int wrss_enabled(void)
+{
+	long base = map_shadow_stack(0, SHSTK_SIZE, 0);
+	uint64_t val = 0x5a5a5a5a12345678ULL;
+
+	CHECK(base > 0);
+	CHECK(raw_syscall6(__NR_arch_prctl, ARCH_SHSTK_ENABLE, ARCH_SHSTK_WRSS, 0, 0, 0, 0) == 0);
+	asm volatile ("wrssq %0, (%1)" : : "r"(val), "r"(base + 64) : "memory");
+	CHECK(*(volatile uint64_t *)(base + 64) == val);
+	return 0;
+}
+
+/*
+ * A CALL to the next instruction (displacement 0, the way code reads its
+ * own address) pushes nothing to the shadow stack.  The stack pointer moves
+ * below the red zone first, which the call would otherwise overwrite.
+ */
+static int call_next_instruction(void)
+{
+	uint64_t before = read_ssp(), after = 0;
+
+	asm volatile ("lea -128(%%rsp), %%rsp\n\t"
+		      "call 1f\n"
+		      "1:\tlea 136(%%rsp), %%rsp\n\t"
+		      "rdsspq %0"
+		      : "+r"(after) : : "memory");
+	CHECK(after == before);
+	return 0;
+}
+
+/*
+ * INCSSP pops entries: a CALL whose return address is dropped from both
+ * stacks by hand, and a count whose low byte is 0, which pops nothing.
+ */
+static int incssp_pops(void)
+{
+	uint64_t before = read_ssp(), after = 0, after_zero = 0;
+
+	asm volatile ("lea -128(%%rsp), %%rsp\n\t"
+		      "call 2f\n"
+		      "1:\tud2\n"
+		      "2:\tlea 136(%%rsp), %%rsp\n\t"
+		      "mov $1, %%ecx\n\t"
+		      "incsspq %%rcx\n\t"
+		      "rdsspq %0\n\t"
+		      "mov $0x100, %%ecx\n\t"
+		      "incsspq %%rcx\n\t"
+		      "rdsspq %1"
+		      : "+r"(after), "+r"(after_zero) : : "rcx", "memory");
+	CHECK(after == before);
+	CHECK(after_zero == before);
+	return 0;
+}
+
+/*
+ * RSTORSSP to a new shadow stack's restore token and SAVEPREVSSP, then the
+ * same back to the first one: both stacks end with a restore token where
+ * they were left, and SSP is back where it was.
+ */
+static int rstorssp_switch_and_back(void)
+{
+	long base = map_shadow_stack(0, SHSTK_SIZE, SHADOW_STACK_SET_TOKEN);
+	uint64_t top, ssp = 0, on_new = 0, back = 0, new_token, old_token;
+
+	CHECK(base > 0);
+	top = base + SHSTK_SIZE;
+	CHECK(*(volatile uint64_t *)(top - 8) == (top | 1));
+	/* No call in between: the old SSP is read in the same block. */
+	asm volatile ("rdsspq %0\n\t"
+		      "rstorssp (%3)\n\t"
+		      "saveprevssp\n\t"
+		      "rdsspq %1\n\t"
+		      "rstorssp -8(%0)\n\t"
+		      "saveprevssp\n\t"
+		      "rdsspq %2"
+		      : "+&r"(ssp), "+&r"(on_new), "+&r"(back) : "r"(top - 8)
+		      : "memory", "cc");
+	/* Before any call, which would push over the slot below SSP. */
+	new_token = *(volatile uint64_t *)(top - 8);
+	old_token = *(volatile uint64_t *)(ssp - 8);
+	ktap_diag("ssp %#lx, on the new stack %#lx, back %#lx; tokens %#lx (new), %#lx (old)",
+		  (unsigned long)ssp, (unsigned long)on_new, (unsigned long)back,
+		  (unsigned long)new_token, (unsigned long)old_token);
+	CHECK(on_new == top);
+	CHECK(back == ssp);
+	/* A restore token on the new stack, the previous-SSP one on the old. */
+	CHECK(new_token == (top | 1));
+	CHECK(old_token == (top | 3));
+	return 0;
+}
+
+/* RSTORSSP to a word that is not a restore token: #CP, SEGV_CPERR. */
+static int rstorssp_bad_token(void)
+{
+	long base = map_shadow_stack(0, SHSTK_SIZE, SHADOW_STACK_SET_TOKEN);
+
+	CHECK(base > 0);
+	asm volatile ("rstorssp (%0)" : : "r"(base + SHSTK_SIZE - 16) : "memory", "cc");
+	return 1;
+}
+
+/* A signal handler runs on the shadow stack and sigreturn restores SSP. */
+static int signal_and_sigreturn(void)
+{
+	uint64_t ssp = read_ssp();
+
+	CHECK(signal(SIGUSR1, on_usr1) != SIG_ERR);
+	CHECK(raise(SIGUSR1) == 0);
+	ktap_diag("ssp %#lx, in the handler %#lx", (unsigned long)ssp,
+		  (unsigned long)handler_ssp);
+	CHECK(handler_ssp && handler_ssp < ssp);
+	CHECK(read_ssp() == ssp);
+	return 0;
+}
+
+static const struct insn_case cases[] = {
+	{ "rdssp_nop_without_shstk", rdssp_nop_without_shstk, 0, false },
+	{ "rdssp_reads_the_ssp", rdssp_reads_the_ssp, 0, true },
+	{ "call_ret_deep_recursion", call_ret_deep_recursion, 0, true },
+	{ "forged_return_cperr", forged_return, EXIT_SEGV(SEGV_CPERR), true },
+	{ "ordinary_write_to_shstk_accerr", ordinary_write, EXIT_SEGV(SEGV_ACCERR), true },
+	{ "wrss_not_enabled_sigill", wrss_not_enabled, EXIT_SIGILL, true },
+	{ "wrss_enabled_writes", wrss_enabled, 0, true },
+	{ "call_next_instruction_no_push", call_next_instruction, 0, true },
+	{ "incssp_pops", incssp_pops, 0, true },
+	{ "rstorssp_switch_and_back", rstorssp_switch_and_back, 0, true },
+	{ "rstorssp_bad_token_cperr", rstorssp_bad_token, EXIT_SEGV(SEGV_CPERR), true },
+	{ "signal_and_sigreturn", signal_and_sigreturn, 0, true },
+};
+
+/* Never returns: its own frame is not on the shadow stack it enables. */
+static __attribute__((noreturn, noinline)) void child(const struct insn_case *c)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGILL, &sa, NULL);
+	if (c->shstk && shstk_enable_raw() != 0)
+		_exit(EXIT_NO_ENABLE);
+	_exit(c->run());
+}
+
+/* The case's exit status, or 300 + the signal that killed it. */
+static int run_child(const struct insn_case *c)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		child(c);
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 300 + WTERMSIG(status);
+}
+
+static bool cpu_has_user_shstk(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[4096];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, "flags", 5) && strstr(line, " user_shstk");
+	fclose(f);
+	return found;
+}
+
+int main(void)
+{
+	const char *why = getenv("SHSTK_LAB_NO_SHSTK_WHY");
+	bool cpu = cpu_has_user_shstk();
+	char reason[256];
+	size_t i;
+
+	snprintf(reason, sizeof(reason), "CPU has no user shadow stack%s%s%s",
+		 why ? " (" : "", why ? why : "", why ? ")" : "");
+	ktap_plan(ARRAY_SIZE(cases));
+	ktap_diag("cpu shadow stack: %s", cpu ? "yes" : "no");
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		const struct insn_case *c = &cases[i];
+		int got;
+
+		if (c->shstk && !cpu) {
+			ktap_result(0, c->name, reason);
+			continue;
+		}
+		got = run_child(c);
+		if (got != c->want)
+			ktap_diag("%s: the child ended with %d, want %d%s", c->name, got, c->want,
+				  got == EXIT_NO_ENABLE ? " (enabling shadow stacks failed)" : "");
+		ktap_result(got == c->want, c->name, NULL);
+	}
+	ktap_finish();
+}
