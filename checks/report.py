@@ -106,6 +106,22 @@ def emulator_log_tail(outdir, lines=8):
         return []
 
 
+def xstate_problems(vm, info):
+    """x86: the XSAVE format the kernel chose (the guest reports its
+    "x86/fpu: Enabled xstate features" line) against the one the emulator
+    declares for its CPU: "compacted" means the kernel uses XSAVES."""
+    want = (vm or {}).get("xstate_format")
+    if not want or not info:
+        return []
+    got = info.get("xstate", "").partition(",")[2]
+    if not got:
+        return [f"the guest did not report the kernel's XSAVE format (declared {want!r})"]
+    if got != want:
+        return [f"the kernel chose the {got!r} XSAVE format ({info['xstate']}), "
+                f"the emulator declares {want!r}"]
+    return []
+
+
 def judge_run(vm, console_text, guest_text):
     """Return (info, programs, run_problems) for one run."""
     info, programs, done = ktap.parse(guest_text)
@@ -121,6 +137,7 @@ def judge_run(vm, console_text, guest_text):
                         f"(a power-off exits {vm.get('poweroff_exit', 0)})")
     for kind, line in console.scan(console_text):
         problems.append(f"kernel {kind}: {line}")
+    problems += xstate_problems(vm, info)
     if not done:
         problems.append("the guest never reached the end of its test list")
     if not programs:

@@ -166,6 +166,9 @@ emu_vars() {
 	if [[ ! $EMU =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$SHSTK_TOP/scripts/vm/emulators/$EMU.sh" ]; then
 		die "unknown EMU '$EMU' (use $(emulators | paste -sd' ' | sed 's/ / or /g'))"
 	fi
+	# A backend's optional functions must not outlive it in a shell that
+	# sources several (make test).
+	unset -f emu_prepare emu_build_command emu_gdbstub_prepare
 	# shellcheck source=vm/emulators/qemu.sh
 	. "$SHSTK_TOP/scripts/vm/emulators/$EMU.sh"
 	emu_declare

@@ -90,6 +90,29 @@ class SspTest(unittest.TestCase):
         self.assertIn("compacted format", out)
         self.assertIn("stale: pid 42 is running on CPU 0", out)
 
+    def test_running_task_with_pl3_ssp_reads_the_register(self):
+        # The project's QEMU shows $pl3_ssp: IA32_PL3_SSP while in the kernel.
+        task = x86_task()
+        self.state.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
+        self.state.frame = gdbmock.Frame(registers=("rax", "rip", "pl3_ssp"))
+        self.state.symbols["(unsigned long)$pl3_ssp"] = 0x7f0000002ff0
+        self.state.symbols["$cs"] = 0x10
+        out = self.run_command("shstk-ssp")
+        self.assertIn("pid 42 (shstk_gdb): 0x7f0000002ff0", out)
+        self.assertIn("$pl3_ssp of CPU 0, IA32_PL3_SSP", out)
+        self.assertNotIn("stale", out)
+        self.state.symbols["$cs"] = 0x33
+        self.assertIn("the live SSP: the CPU runs user code", self.run_command("shstk-ssp"))
+
+    def test_unreadable_pl3_ssp_is_a_message(self):
+        task = x86_task()
+        self.state.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
+        self.state.frame = gdbmock.Frame(registers=("rax", "rip", "pl3_ssp"))
+        self.state.symbols["(unsigned long)$pl3_ssp"] = gdb.error("Could not fetch register")
+        with self.assertRaises(gdb.GdbError) as e:
+            self.run_command("shstk-ssp")
+        self.assertIn("cannot read $pl3_ssp of CPU 0", str(e.exception))
+
     def test_standard_format_has_no_cet_state(self):
         # QEMU's TCG has no XSAVES: the kernel saves the standard format.
         task = x86_task(xcomp_bv=0, xfeatures=7)

@@ -55,6 +55,34 @@ class CacheDirTest(unittest.TestCase):
             self.assertEqual(r.stdout.strip(), cache_dir(env), extra)
 
 
+class BackendTest(unittest.TestCase):
+    """What scripts/vm/emulators/*.sh declare, as make test sees them."""
+
+    def emu(self, script, env=None):
+        r = subprocess.run(["bash", "-c", ". scripts/lib.sh; arch_vars x86_64; " + script], cwd=TOP,
+                           env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.split()
+
+    def test_only_the_patched_qemu_is_built(self):
+        show = 'EMU_BUILD_CMD=(); emu_build_command; echo "${#EMU_BUILD_CMD[@]}"'
+        self.assertEqual(self.emu("emu_vars qemu; " + show), ["1"])
+        self.assertEqual(self.emu("emu_vars qemu; " + show, {"SHSTK_QEMU": "stock"}), ["0"])
+
+    def test_a_backends_optional_functions_do_not_outlive_it(self):
+        # make test sources QEMU's backend, then Bochs's, in one shell.
+        out = self.emu("emu_vars qemu; emu_vars bochs; declare -F emu_build_command || echo none")
+        self.assertEqual(out, ["none"])
+
+    def test_cet_where_the_qemu_has_it(self):
+        show = 'echo "${EMU_NO_SHSTK_WHY:-none}" | tr " " _; echo "${EMU_SSP_REGISTER:-none}"'
+        self.assertEqual(self.emu("emu_vars qemu; " + show), ["none", "pl3_ssp"])
+        why, reg = self.emu("emu_vars qemu; " + show, {"SHSTK_QEMU": "stock"})
+        self.assertIn("does_not_emulate_CET", why)
+        self.assertEqual(reg, "none")
+
+
 class BadInputTest(unittest.TestCase):
     def assert_error(self, r, words):
         self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)

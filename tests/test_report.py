@@ -141,3 +141,25 @@ class MergeTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class XstateFormatTest(unittest.TestCase):
+    """The kernel's XSAVE format against the one the emulator declares."""
+
+    def test_declared_format_matches(self):
+        self.assertEqual(report.xstate_problems({"xstate_format": "compacted"},
+                                                {"xstate": "0x1a1f,compacted"}), [])
+
+    def test_standard_format_where_xsaves_was_declared_fails(self):
+        problems = report.xstate_problems({"xstate_format": "compacted"},
+                                          {"xstate": "0x21f,standard"})
+        self.assertEqual(len(problems), 1)
+        self.assertIn("'standard'", problems[0])
+
+    def test_no_report_where_a_format_was_declared_fails(self):
+        self.assertEqual(len(report.xstate_problems({"xstate_format": "standard"},
+                                                    {"kernel": "7.3"})), 1)
+
+    def test_nothing_declared_nothing_checked(self):
+        self.assertEqual(report.xstate_problems({"xstate_format": ""}, {"kernel": "7.3"}), [])
+        self.assertEqual(report.xstate_problems({}, {}), [])

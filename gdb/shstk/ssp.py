@@ -76,14 +76,29 @@ def ssp(task):
         with reading(f"thread.gcspr_el0 of pid {pid}"):
             value = int(task["thread"]["gcspr_el0"]) & (2**64 - 1)
         return value, "thread.gcspr_el0 (saved at the last context switch)"
+    if cpu is not None and live_register() == "pl3_ssp":
+        return x86_live_ssp(cpu)
     value, where = x86_saved_ssp(task)
     if cpu is not None and value is not None:
         where += f"; stale: pid {pid} is running on CPU {cpu}, its live SSP is in an MSR"
     return value, where
 
 
+def x86_live_ssp(cpu):
+    """$pl3_ssp of @cpu, and which register it is: the live SSP at CPL 3,
+    IA32_PL3_SSP (the user's SSP, kept there by the CPU) in the kernel."""
+    def read():
+        return (int(gdb.parse_and_eval("(unsigned long)$pl3_ssp")) & (2**64 - 1),
+                int(gdb.parse_and_eval("$cs")) & 3)
+    with reading(f"$pl3_ssp of CPU {cpu}"):
+        value, cpl = on_thread(cpu, read)
+    what = ("the live SSP: the CPU runs user code" if cpl == 3 else
+            "IA32_PL3_SSP, where the CPU keeps the user SSP while in the kernel")
+    return value, f"$pl3_ssp of CPU {cpu}, {what}"
+
+
 def live_register():
     """The register this gdbstub shows the live user shadow stack pointer
-    in, or None (x86 under QEMU or Bochs: none)."""
+    in, or None (Bochs, and x86 under QEMU=stock: none)."""
     names = {r.name for r in gdb.selected_frame().architecture().registers()}
     return decode.live_ssp_register(arch(), names)

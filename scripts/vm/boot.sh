@@ -125,9 +125,11 @@ first=null
 [ ! -s "$OUT/first-output" ] || first=$(awk -v a="$t0" -v b="$(cat "$OUT/first-output")" 'BEGIN { printf "%.2f", b - a }')
 # The outcome in the emulator's own terms made plain: "poweroff_exit" is
 # the status this emulator gives a guest power-off, so checks/ compares
-# "exit" with it and knows no emulator by name.
-printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "cmdline": "%s"}\n' \
+# "exit" with it and knows no emulator by name; "xstate_format" the XSAVE
+# format its x86 CPU makes the kernel choose, which the guest reports.
+printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "cmdline": "%s"}\n' \
 	"$ARCH" "$EMU" "${EMU_BUILD:-}" "$rc" "$EMU_POWEROFF_EXIT" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
-	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" "$EMU_SMP" "$KERNEL_CMDLINE" >"$OUT/vm.json"
+	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" "$EMU_SMP" "${EMU_XSTATE_FORMAT:-}" \
+	"$KERNEL_CMDLINE" >"$OUT/vm.json"
 [ "$rc" -ne 124 ] || msg "emulator timed out after $TIMEOUT s; console log: $OUT/console.log"
 exit "$rc"

@@ -45,6 +45,7 @@ emu_declare() {
 	EMU_BREAKPOINTS=software-by-address
 	EMU_SSP_REGISTER=
 	EMU_NO_SHSTK_WHY=
+	EMU_XSTATE_FORMAT=compacted
 	EMU_POWEROFF_EXIT=1
 	EMU_RECORD_REPLAY=no
 	EMU_RESULTS_DEV=/dev/ttyS1

@@ -15,6 +15,10 @@
 #                         pointer, or "" where the stub shows none
 #     EMU_NO_SHSTK_WHY    why the guest CPU has no user shadow stack here
 #                         ("" when it has one): the guest's SKIP reason
+#     EMU_XSTATE_FORMAT   x86: the XSAVE format the kernel must choose on
+#                         this CPU, "compacted" (XSAVES) or "standard"; ""
+#                         elsewhere.  The guest reports the kernel's choice
+#                         and checks/report.py compares (vm.json)
 #     EMU_POWEROFF_EXIT   the emulator's exit status when the guest powers
 #                         off (Bochs: 1, the same as on a panic; the console
 #                         log decides then)
@@ -72,6 +76,7 @@ emu_declare() {
 	EMU_RESULTS_DEV=/dev/hvc0
 	EMU_ROOTFS_DEV=9p
 	EMU_CMDLINE=
+	EMU_XSTATE_FORMAT=
 	case "$ARCH" in
 	arm64)
 		EMU_SSP_REGISTER=GCSPR_EL0
@@ -82,10 +87,12 @@ emu_declare() {
 		patched)
 			EMU_SSP_REGISTER=pl3_ssp
 			EMU_NO_SHSTK_WHY=
+			EMU_XSTATE_FORMAT=compacted
 			;;
 		*)
 			EMU_SSP_REGISTER=
 			EMU_NO_SHSTK_WHY="stock QEMU's TCG does not emulate CET (QEMU=patched does)"
+			EMU_XSTATE_FORMAT=standard
 			;;
 		esac
 		;;
