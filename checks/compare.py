@@ -4,9 +4,10 @@
     python3 -m checks.compare A/results.json B/results.json
 
 Both runs must be of the same arch and suite (make run writes
-results.json).  Every test point of every program is matched by program
-and case name; a point passes when both runs gave the same result (and,
-for a skip, the same reason).  A point one run has and the other lacks, a
+results.json).  Every test point of every program is matched by program,
+case name and, for a name a program uses more than once, which use it is;
+a point passes when both runs gave the same result (and, for a skip, the
+same reason).  Two runs with nothing to compare fail.  A point one run has and the other lacks, a
 program whose own verdict differs, or a run that is missing fails.  Prints
 KTAP, one point per case, and exits 1 on any difference.
 
@@ -26,7 +27,12 @@ def load(path):
     for prog in run["programs"]:
         verdicts[prog["name"]] = prog["verdict"]
         for p in prog["points"]:
-            points[(prog["name"], p["name"])] = (p["result"], p.get("reason") or "")
+            n = 1
+            while (prog["name"], p["name"], n) in points:
+                n += 1
+            points[(prog["name"], p["name"], n)] = (p["result"], p.get("reason") or "")
+    if "arch" not in run or "emu" not in run:
+        raise ValueError(f"{path} names no arch or emulator")
     return run, verdicts, points
 
 
@@ -45,6 +51,8 @@ def compare(a_path, b_path, out=sys.stdout):
         print("not ok 1 both runs read", file=out)
         return 1
     lines = []
+    if not a_points and not b_points:
+        lines.append((False, "test points to compare", "neither run has any"))
     if a["arch"] != b["arch"]:
         lines.append((False, "arch", f"{a['arch']} against {b['arch']}"))
     for name in sorted(set(a_verdicts) | set(b_verdicts)):
@@ -55,7 +63,8 @@ def compare(a_path, b_path, out=sys.stdout):
         same = ra is not None and ra == rb
         show = [f"{run['emu']} " + ("missing" if r is None else r[0] + (f" ({r[1]})" if r[1] else ""))
                 for run, r in ((a, ra), (b, rb))]
-        lines.append((same, f"{key[0]} {key[1]}", ", ".join(show)))
+        name = f"{key[0]} {key[1]}" + (f" ({key[2]})" if key[2] > 1 else "")
+        lines.append((same, name, ", ".join(show)))
     print("KTAP version 1", file=out)
     print(f"# {a['arch']}: {describe(a)} against {describe(b)}", file=out)
     print(f"1..{len(lines)}", file=out)
@@ -63,7 +72,8 @@ def compare(a_path, b_path, out=sys.stdout):
     for n, (ok, name, detail) in enumerate(lines, 1):
         failed += not ok
         print(f"# {detail}", file=out)
-        print(f"{'ok' if ok else 'not ok'} {n} {name}", file=out)
+        # A "#" in a case name would start a KTAP directive.
+        print(f"{'ok' if ok else 'not ok'} {n} {name.replace('#', '%23')}", file=out)
     print(f"# {len(lines) - failed} same, {failed} different", file=out)
     return failed
 

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/wait.h>
@@ -54,7 +55,7 @@ struct insn_case {
 	bool shstk;		/* runs with shadow stacks enabled */
 };
 
-static uint64_t handler_ssp;
+static volatile uint64_t handler_ssp;
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
@@ -73,7 +74,7 @@ static int rdssp_nop_without_shstk(void)
 	return 0;
 }
 
-static __attribute__((noinline)) uint64_t callee_ssp(void)
+static __attribute__((noipa)) uint64_t callee_ssp(void)
 {
 	return read_ssp();
 }
@@ -90,7 +91,7 @@ static int rdssp_reads_the_ssp(void)
 	return 0;
 }
 
-static __attribute__((noinline)) long dive(int depth, uint64_t expect)
+static __attribute__((noipa)) long dive(int depth, uint64_t expect)
 {
 	long bad = read_ssp() != expect;
 
@@ -136,13 +137,21 @@ static int ordinary_write(void)
 	return 1;
 }
 
-/* WRSS without IA32_U_CET.WR_SHSTK_EN: #UD. */
+/*
+ * WRSS without IA32_U_CET.WR_SHSTK_EN: #UD.  The same store works first,
+ * with WRSS enabled, so that the #UD is the control bit's and not that of
+ * an emulator without WRSS at all.
+ */
 static int wrss_not_enabled(void)
 {
 	long base = map_shadow_stack(0, SHSTK_SIZE, 0);
 
 	CHECK(base > 0);
+	CHECK(raw_syscall6(__NR_arch_prctl, ARCH_SHSTK_ENABLE, ARCH_SHSTK_WRSS, 0, 0, 0, 0) == 0);
 	asm volatile ("wrssq %0, (%1)" : : "r"(1L), "r"(base) : "memory");
+	CHECK(*(volatile uint64_t *)base == 1);
+	CHECK(raw_syscall6(__NR_arch_prctl, ARCH_SHSTK_DISABLE, ARCH_SHSTK_WRSS, 0, 0, 0, 0) == 0);
+	asm volatile ("wrssq %0, (%1)" : : "r"(2L), "r"(base) : "memory");
 	return 1;
 }
 
@@ -173,6 +182,7 @@ static int call_next_instruction(void)
 		      "1:\tlea 136(%%rsp), %%rsp\n\t"
 		      "rdsspq %0"
 		      : "+r"(after) : : "memory");
+	CHECK(before && !(before & 7));
 	CHECK(after == before);
 	return 0;
 }
@@ -196,6 +206,7 @@ static int incssp_pops(void)
 		      "incsspq %%rcx\n\t"
 		      "rdsspq %1"
 		      : "+r"(after), "+r"(after_zero) : : "rcx", "memory");
+	CHECK(before && !(before & 7));
 	CHECK(after == before);
 	CHECK(after_zero == before);
 	return 0;

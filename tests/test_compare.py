@@ -60,6 +60,23 @@ class CompareTest(unittest.TestCase):
         diff, _, _ = self.compare(run("qemu", pts), run("bochs", pts, verdict="fail"))
         self.assertEqual(diff, 1)
 
+    def test_a_repeated_case_name_is_compared_by_occurrence(self):
+        diff, _, out = self.compare(run("qemu", [("t", "skip", "x"), ("t", "pass", "")]),
+                                    run("bochs", [("t", "pass", ""), ("t", "pass", "")]))
+        self.assertEqual(diff, 1)
+        self.assertIn("not ok 2 shstk_clone3 t\n", out)
+
+    def test_nothing_to_compare_fails(self):
+        diff, counts, _ = self.compare(run("qemu", []), run("bochs", []))
+        self.assertEqual(diff, 1)
+        self.assertEqual(counts, (1, 1, 0))
+
+    def test_a_hash_in_a_name_keeps_the_count(self):
+        pts = [("a # TODO b", "fail", "")]
+        diff, counts, _ = self.compare(run("qemu", pts), run("bochs", [("a # TODO b", "pass", "")]))
+        self.assertEqual(diff, 1)
+        self.assertEqual(counts[1], 1)
+
     def test_a_missing_run_fails(self):
         diff, counts, _ = self.compare(run("qemu", []), None)
         self.assertEqual(diff, 1)

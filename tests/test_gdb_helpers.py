@@ -90,19 +90,36 @@ class SspTest(unittest.TestCase):
         self.assertIn("compacted format", out)
         self.assertIn("stale: pid 42 is running on CPU 0", out)
 
-    def test_running_task_with_pl3_ssp_reads_the_register(self):
+    def with_pl3_ssp(self, owner, last_cpu=0, cs=0x10):
         # The project's QEMU shows $pl3_ssp: IA32_PL3_SSP while in the kernel.
         task = x86_task()
+        self.state.memory[TASK + TASK_SIZE]._fields["last_cpu"] = last_cpu
         self.state.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
         self.state.frame = gdbmock.Frame(registers=("rax", "rip", "pl3_ssp"))
         self.state.symbols["(unsigned long)$pl3_ssp"] = 0x7f0000002ff0
-        self.state.symbols["$cs"] = 0x10
-        out = self.run_command("shstk-ssp")
+        self.state.symbols["$cs"] = cs
+        self.state.symbols["&fpu_fpregs_owner_ctx"] = 0x9000
+        self.state.symbols["per_cpu(36864, 0)"] = gdbmock.Value(0xa000)
+        self.state.memory[0xa000] = gdbmock.Value(owner)
+        return self.run_command("shstk-ssp")
+
+    def test_running_task_with_pl3_ssp_reads_the_register(self):
+        out = self.with_pl3_ssp(owner=TASK + TASK_SIZE)
         self.assertIn("pid 42 (shstk_gdb): 0x7f0000002ff0", out)
         self.assertIn("$pl3_ssp of CPU 0, IA32_PL3_SSP", out)
         self.assertNotIn("stale", out)
-        self.state.symbols["$cs"] = 0x33
-        self.assertIn("the live SSP: the CPU runs user code", self.run_command("shstk-ssp"))
+        self.assertIn("the live SSP: the CPU runs user code",
+                      self.with_pl3_ssp(owner=0, cs=0x33))
+
+    def test_pl3_ssp_of_another_tasks_fpu_state_is_not_used(self):
+        # Lazy FPU loading: the CPU holds another task's registers (or this
+        # task's from another CPU), so the MSR is not this task's SSP.
+        for owner, last_cpu in ((0x123000, 0), (TASK + TASK_SIZE, 1)):
+            out = self.with_pl3_ssp(owner=owner, last_cpu=last_cpu)
+            self.assertIn("pid 42 (shstk_gdb): 0x7f0000002000", out)
+            self.assertIn("XSAVE buffer", out)
+            self.assertIn("current: CPU 0 does not hold pid 42's FPU registers", out)
+            self.assertNotIn("stale", out)
 
     def test_unreadable_pl3_ssp_is_a_message(self):
         task = x86_task()

@@ -100,6 +100,18 @@ class BadInputTest(unittest.TestCase):
         self.assert_error(run("scripts/run.sh", "run", "x86_64", "vbox"), "unknown EMU 'vbox'")
         self.assert_error(run("scripts/run.sh", "run", "arm64", "bochs"), "x86_64 only")
 
+    def test_bad_qemu_setting(self):
+        env = {**os.environ, "SHSTK_QEMU": "bogus"}
+        r = subprocess.run(["scripts/run.sh", "smoke", "x86_64"], cwd=TOP, env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assert_error(r, "must be patched or stock (is 'bogus')")
+        # make test stops before its first step.
+        r = subprocess.run(["scripts/test.sh", "x86_64"], cwd=TOP, env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("must be patched or stock", r.stderr)
+        self.assertNotIn("== toolbox", r.stderr)
+
     def test_unknown_mode(self):
         self.assert_error(run("scripts/run.sh", "boot", "arm64"), "unknown mode 'boot'")
 

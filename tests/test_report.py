@@ -139,9 +139,6 @@ class MergeTest(unittest.TestCase):
             self.assertEqual(report.merge(d, []), 1)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class XstateFormatTest(unittest.TestCase):
     """The kernel's XSAVE format against the one the emulator declares."""
@@ -163,3 +160,7 @@ class XstateFormatTest(unittest.TestCase):
     def test_nothing_declared_nothing_checked(self):
         self.assertEqual(report.xstate_problems({"xstate_format": ""}, {"kernel": "7.3"}), [])
         self.assertEqual(report.xstate_problems({}, {}), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -14,6 +14,7 @@ import gdb
 
 from shstk import decode
 from shstk.errors import reading
+from linux import cpus
 from shstk.tasks import arch, on_thread, running_cpu
 
 
@@ -77,24 +78,39 @@ def ssp(task):
             value = int(task["thread"]["gcspr_el0"]) & (2**64 - 1)
         return value, "thread.gcspr_el0 (saved at the last context switch)"
     if cpu is not None and live_register() == "pl3_ssp":
-        return x86_live_ssp(cpu)
+        live = x86_live_ssp(task, cpu)
+        if live is not None:
+            return live
+        value, where = x86_saved_ssp(task)
+        return value, f"{where}; current: CPU {cpu} does not hold pid {pid}'s FPU registers"
     value, where = x86_saved_ssp(task)
     if cpu is not None and value is not None:
         where += f"; stale: pid {pid} is running on CPU {cpu}, its live SSP is in an MSR"
     return value, where
 
 
-def x86_live_ssp(cpu):
-    """$pl3_ssp of @cpu, and which register it is: the live SSP at CPL 3,
-    IA32_PL3_SSP (the user's SSP, kept there by the CPU) in the kernel."""
+def x86_live_ssp(task, cpu):
+    """(value, where) from $pl3_ssp of @cpu, which @task runs on: the live
+    SSP at CPL 3; in the kernel IA32_PL3_SSP, where the CPU keeps the user
+    SSP.  Linux loads a task's CET user state lazily, so in the kernel the
+    MSR is @task's only while the CPU holds its FPU registers (the kernel's
+    fpregs_state_valid()); None otherwise, and the XSAVE buffer is current."""
     def read():
         return (int(gdb.parse_and_eval("(unsigned long)$pl3_ssp")) & (2**64 - 1),
                 int(gdb.parse_and_eval("$cs")) & 3)
     with reading(f"$pl3_ssp of CPU {cpu}"):
         value, cpl = on_thread(cpu, read)
-    what = ("the live SSP: the CPU runs user code" if cpl == 3 else
-            "IA32_PL3_SSP, where the CPU keeps the user SSP while in the kernel")
-    return value, f"$pl3_ssp of CPU {cpu}, {what}"
+    if cpl == 3:
+        return value, f"$pl3_ssp of CPU {cpu}, the live SSP: the CPU runs user code"
+    pid = int(task["pid"])
+    with reading(f"whose FPU registers CPU {cpu} holds (fpu_fpregs_owner_ctx)"):
+        owner = int(cpus.per_cpu(gdb.parse_and_eval("&fpu_fpregs_owner_ctx"), cpu).dereference())
+        fpu = x86_fpu(task)
+        mine = owner == int(fpu) and int(fpu["last_cpu"]) == cpu
+    if not mine:
+        return None
+    return value, (f"$pl3_ssp of CPU {cpu}, IA32_PL3_SSP, where the CPU keeps the user SSP "
+                   f"while in the kernel (CPU {cpu} holds pid {pid}'s FPU registers)")
 
 
 def live_register():

@@ -67,6 +67,7 @@
 
 # shellcheck disable=SC2034  # read by lib.sh, vm/boot.sh and the gdb scripts
 emu_declare() {
+	qemu_x86_variant
 	EMU_SMP=2
 	[ -z "${GDB_PORT:-}" ] || EMU_SMP=1
 	EMU_HOST_THREADS=2
@@ -83,7 +84,7 @@ emu_declare() {
 		EMU_NO_SHSTK_WHY=
 		;;
 	x86_64)
-		case "$(qemu_x86_variant)" in
+		case "$QEMU_VARIANT" in
 		patched)
 			EMU_SSP_REGISTER=pl3_ssp
 			EMU_NO_SHSTK_WHY=
@@ -133,10 +134,12 @@ emu_command() {
 	fi
 }
 
-# Which x86_64 QEMU runs: SHSTK_QEMU, the project's build by default.
+# Which x86_64 QEMU runs: sets QEMU_VARIANT from SHSTK_QEMU (make QEMU=),
+# the project's build by default; dies on anything else.
 qemu_x86_variant() {
-	case "${SHSTK_QEMU:-patched}" in
-	patched | stock) echo "${SHSTK_QEMU:-patched}" ;;
+	QEMU_VARIANT=${SHSTK_QEMU:-patched}
+	case "$QEMU_VARIANT" in
+	patched | stock) ;;
 	*) die "SHSTK_QEMU (make QEMU=) must be patched or stock (is '$SHSTK_QEMU')" ;;
 	esac
 }
@@ -144,7 +147,7 @@ qemu_x86_variant() {
 # shellcheck disable=SC2034  # read by scripts/test.sh
 emu_build_command() {
 	EMU_BUILD_CMD=()
-	if [ "$ARCH" = x86_64 ] && [ "$(qemu_x86_variant)" = patched ]; then
+	if [ "$ARCH" = x86_64 ] && [ "$QEMU_VARIANT" = patched ]; then
 		EMU_BUILD_CMD=("$SHSTK_TOP/scripts/build/qemu.sh")
 	fi
 }
@@ -153,7 +156,7 @@ emu_build_command() {
 # EMU_BUILD (what the binary is, for the run's record, vm.json), and says it.
 qemu_x86_select() {
 	local bin
-	case "$(qemu_x86_variant)" in
+	case "$QEMU_VARIANT" in
 	stock)
 		QEMU_X86=(qemu-system-x86_64)
 		EMU_BUILD="stock $(tb qemu-system-x86_64 --version | sed -n '1s/.*version //p')"
@@ -170,6 +173,6 @@ qemu_x86_select() {
 # A paused boot waits for its gdbstub for a minute only: the patched QEMU
 # is built before, not on the way (lib.sh start_paused_vm).
 emu_gdbstub_prepare() {
-	[ "$ARCH" != x86_64 ] || [ "$(qemu_x86_variant)" != patched ] ||
+	[ "$ARCH" != x86_64 ] || [ "$QEMU_VARIANT" != patched ] ||
 		"$SHSTK_TOP/scripts/build/qemu.sh" >/dev/null
 }
