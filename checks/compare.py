@@ -7,8 +7,9 @@ Both runs must be of the same arch and suite (make run writes
 results.json).  Every test point of every program is matched by program,
 case name and, for a name a program uses more than once, which use it is;
 a point passes when both runs gave the same result (and, for a skip, the
-same reason).  Two runs with nothing to compare fail.  A point one run has and the other lacks, a
-program whose own verdict differs, or a run that is missing fails.  Prints
+same reason).  Two runs with nothing to compare fail, and so does a
+point one run has and the other lacks, a program whose own verdict
+differs, or a run that is missing.  Prints
 KTAP, one point per case, and exits 1 on any difference.
 
 This is how make test holds x86 under the project's QEMU (CET in TCG) to

@@ -12,9 +12,9 @@ saves the standard format, without it.
 """
 import gdb
 
+from linux import cpus
 from shstk import decode
 from shstk.errors import reading
-from linux import cpus
 from shstk.tasks import arch, on_thread, running_cpu
 
 
@@ -77,14 +77,15 @@ def ssp(task):
         with reading(f"thread.gcspr_el0 of pid {pid}"):
             value = int(task["thread"]["gcspr_el0"]) & (2**64 - 1)
         return value, "thread.gcspr_el0 (saved at the last context switch)"
-    if cpu is not None and live_register() == "pl3_ssp":
+    has_register = cpu is not None and live_register() == "pl3_ssp"
+    if has_register:
         live = x86_live_ssp(task, cpu)
         if live is not None:
             return live
-        value, where = x86_saved_ssp(task)
-        return value, f"{where}; current: CPU {cpu} does not hold pid {pid}'s FPU registers"
     value, where = x86_saved_ssp(task)
-    if cpu is not None and value is not None:
+    if has_register:
+        where += f"; current: CPU {cpu} does not hold pid {pid}'s FPU registers"
+    elif cpu is not None and value is not None:
         where += f"; stale: pid {pid} is running on CPU {cpu}, its live SSP is in an MSR"
     return value, where
 

@@ -173,6 +173,6 @@ qemu_x86_select() {
 # A paused boot waits for its gdbstub for a minute only: the patched QEMU
 # is built before, not on the way (lib.sh start_paused_vm).
 emu_gdbstub_prepare() {
-	[ "$ARCH" != x86_64 ] || [ "$QEMU_VARIANT" != patched ] ||
-		"$SHSTK_TOP/scripts/build/qemu.sh" >/dev/null
+	emu_build_command
+	[ "${#EMU_BUILD_CMD[@]}" -eq 0 ] || "${EMU_BUILD_CMD[@]}" >/dev/null
 }
