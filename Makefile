@@ -18,11 +18,15 @@ PROG ?=
 # BASELINE=1: the same, on the pristine kernel without the series (A/B).
 BASELINE ?=
 export SHSTK_BASELINE := $(BASELINE)
-HOST_ARCH := $(shell uname -m | sed -e 's/aarch64/arm64/')
-# Targets that act on one architecture default to the host's; the ones that
-# test run both unless ARCH is given.
-ONE_ARCH := $(or $(ARCH),$(HOST_ARCH))
-ALL_ARCHES := $(or $(ARCH),x86_64 arm64)
+# The supported architectures of config/arches.ini, the one table of them.
+ARCHES := $(shell bash -c '. scripts/lib.sh && arch_names')
+# The ones in progress: only with ARCH= given (config/arches.ini, status).
+ARCHES_IN_PROGRESS := $(filter-out $(ARCHES),$(shell bash -c '. scripts/lib.sh && arch_names --all'))
+# Targets that act on one architecture default to the host's (uname -m: the
+# table's aliases make aarch64 arm64); the ones that test run every arch
+# unless ARCH is given.
+ONE_ARCH := $(or $(ARCH),$(shell uname -m))
+ALL_ARCHES := $(or $(ARCH),$(ARCHES))
 
 S := scripts
 
@@ -30,8 +34,8 @@ S := scripts
 	trace fuzz bench clean
 
 help:
-	@echo "shstk-lab targets (ARCH=x86_64|arm64, EMU=qemu|bochs, PROG=static-binary):"
-	@echo "  make run [ARCH=] [PROG=]  boot the patched kernel, run the guest suite (both arches"
+	@echo "shstk-lab targets (ARCH=$(subst $(eval) ,|,$(ARCHES)), EMU=qemu|bochs, PROG=static-binary):"
+	@echo "  make run [ARCH=] [PROG=]  boot the patched kernel, run the guest suite (every arch"
 	@echo "                            without ARCH), or a static PROG; results in out/<arch>/"
 	@echo "  make smoke [ARCH=]        boot and prove the series is in the kernel"
 	@echo "  make test                 everything CI runs (series, unit, lint, and per arch kernel,"
@@ -46,9 +50,11 @@ help:
 	@echo "  make gdb-check [ARCH=] [EMU=]  scripted, checked gdb step-through of clone3 with a token"
 	@echo "  make trace [ARCH=] [SCRIPT=] [PROG=]  bpftrace in the guest, its log checked"
 	@echo "  make fuzz [ARCH=] [SEED=] [CALLS=] [ROUNDS=] [JOBS=]  clone3 fuzzer + token race on a KASAN/lockdep kernel"
+	@echo "                            (x86: then the XSAVE state stress, XSAVE_SECONDS=60)"
 	@echo "  make bench                measured figures on this machine -> docs/bench.md"
 	@echo "  make check-series         git am the series onto the pristine tree, checkpatch it"
 	@echo "  make toolbox              make the trixie toolbox (QEMU 11, gdb 18, gcc 14)"
+	@echo "In progress, only with ARCH= given: $(or $(ARCHES_IN_PROGRESS),none) (config/arches.ini says what is missing)"
 	@echo "Cache: $${SHSTK_CACHE:-~/.cache/shstk-lab} (set SHSTK_CACHE to move it)"
 
 toolbox:

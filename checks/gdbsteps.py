@@ -17,6 +17,7 @@ import os
 import sys
 
 from checks import console, ktap, scenario
+from config import arches
 
 
 def required(shstk_on):
@@ -73,7 +74,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="python3 -m checks.gdbsteps",
                                 description="Judge a make gdb-check run.")
     p.add_argument("outdir", help="where gdb-steps.jsonl, console.log and guest.out are")
-    p.add_argument("arch", choices=("x86_64", "arm64"))
+    p.add_argument("arch", choices=arches.names(all=True))
     p.add_argument("gdb_rc", type=int, metavar="GDB_EXIT_STATUS",
                    help="gdb's exit status (124: timed out)")
     return p.parse_args(argv)

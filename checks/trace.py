@@ -22,6 +22,7 @@ import re
 import sys
 
 from checks import console, ktap, scenario
+from config import arches
 
 EINVAL, EFAULT = scenario.EINVAL, scenario.EFAULT
 LINE_RE = re.compile(r"^(\w+) (.*)$")
@@ -86,7 +87,7 @@ def group_calls(events):
     return calls, stray
 
 
-def check_call(call, arch):
+def check_call(call):
     """Problems with one clone3() call's events (empty if it is explained)."""
     token, ret = call["token"], call["ret"]
     evs = {}
@@ -104,7 +105,10 @@ def check_call(call, arch):
         if len(newtasks) != 1:
             problems.append(f"token {token:#x}: succeeded with {len(newtasks)} new tasks")
         else:
-            ssp = newtasks[0].get("ssp") if arch == "arm64" else (allocs[0].get("ssp") if allocs else None)
+            # The arch part of the script reports it where the arch has it:
+            # with the new task (arm64: thread.gcspr_el0), or from the
+            # copy_thread hook (x86: the SSP shstk_alloc_thread_stack returns).
+            ssp = newtasks[0].get("ssp", allocs[0].get("ssp") if allocs else None)
             if ssp != token + 8:
                 problems.append(f"token {token:#x}: new task's ssp {ssp}, not token + 8")
             if newtasks[0].get("new_pid") != ret:
@@ -162,7 +166,7 @@ def not_exercised_rows(seen, shstk_on, why, what):
     return rows
 
 
-def check_token_calls(events, seen, arch, shstk_on=True, why=None):
+def check_token_calls(events, seen, shstk_on=True, why=None):
     """trace/token-validation.bt against the guest's cases: (rows, problems).
 
     Each traced clone3() call is explained by its events (check_call), and
@@ -176,7 +180,7 @@ def check_token_calls(events, seen, arch, shstk_on=True, why=None):
     if not seen:
         # A program of the user's: each call explained by its own events.
         for call in calls:
-            call_problems = check_call(call, arch)
+            call_problems = check_call(call)
             problems += call_problems
             stage = stage_of(call)
             rows.append((call["token"], call["ret"], describe(stage) if stage else "?",
@@ -188,7 +192,7 @@ def check_token_calls(events, seen, arch, shstk_on=True, why=None):
             rows.append((token, ret, f"{name}: never traced", "fail", None))
             continue
         call = calls[i]
-        row_problems = check_call(call, arch)
+        row_problems = check_call(call)
         traced_ret = 0 if call["ret"] is not None and call["ret"] > 0 else call["ret"]
         if call["token"] != token:
             row_problems.append(f"{name}: traced token {call['token']:#x}, "
@@ -267,7 +271,7 @@ def parse_args(argv):
                                 description="Check a make trace run: the bpftrace log "
                                 "against what the guest saw.")
     p.add_argument("outdir", help="where guest.out and console.log are")
-    p.add_argument("arch", choices=("x86_64", "arm64"))
+    p.add_argument("arch", choices=arches.names(all=True))
     p.add_argument("script", help="the trace/ script's name (token-validation, shstk-vmas, ...)")
     p.add_argument("logcopy", help="where to write the trace log")
     # Positional, and empty allowed, for scripts/trace.sh's "${PROG:+user}".
@@ -320,7 +324,7 @@ def main(argv):
     shstk_on, why = shadow_stack_state(program_lines, guest_text, console_text)
     events = parse_trace(trace_lines)
     if script == "token-validation":
-        rows, script_problems = check_token_calls(events, seen, arch, shstk_on, why)
+        rows, script_problems = check_token_calls(events, seen, shstk_on, why)
     elif script == "shstk-vmas":
         rows, script_problems = ([], []) if user else \
             check_vmas(events, seen, shstk_on, why)

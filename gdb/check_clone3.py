@@ -15,6 +15,7 @@ Importing this file does nothing; gdb runs it as a script (main()).
 """
 import json
 import os
+import re
 import struct
 import sys
 
@@ -26,6 +27,9 @@ sys.path.insert(0, os.path.dirname(HERE))
 from checks import scenario  # noqa: E402
 
 PROG_COMM = "shstk_gdb"
+# The context view is drawn at every stop of make debug: it has to be quick
+# (0.5 s is the goal under QEMU; this bound only catches a slow one).
+CONTEXT_SECONDS = 2.0
 # struct clone_args: shadow_stack_token is the u64 at offset 88 (VER3).
 TOKEN_OFFSET = 88
 HEX = {"token", "token_word", "ssp", "word_before", "word_after", "expected_word"}
@@ -42,6 +46,13 @@ def helpers():
     loaded (session.attach())."""
     from shstk import decode, ssp, tasks, usermem, vmas
     return decode, ssp, tasks, usermem, vmas
+
+
+def ops():
+    """The target's ArchOps (gdb/shstk/archops.py): its registers, function
+    names and what its copy_thread hook returns."""
+    from shstk import archops
+    return archops.ops()
 
 
 class Run:
@@ -77,14 +88,6 @@ class Run:
         gdb.write(f"[gdb-check] SKIP {case}: {step}: {expectation}: {reason}\n")
         return True
 
-    def reg(self, name):
-        return int(gdb.parse_and_eval(f"(long)${name}"))
-
-    def returned(self, bits):
-        """The value the function just returned, from the ABI's return
-        register (x0 or rax), as a @bits-wide signed integer."""
-        v = self.reg("x0" if self.arch == "arm64" else "rax") & ((1 << bits) - 1)
-        return v - (1 << bits) if v >> (bits - 1) else v
 
 
 class Case:
@@ -119,14 +122,6 @@ def ss_vmas(task):
             if d["shadow_stack"]]
 
 
-def alloc_function(arch):
-    return "gcs_alloc_thread_stack" if arch == "arm64" else "shstk_alloc_thread_stack"
-
-
-def entry_function(arch):
-    return "__arm64_sys_clone3" if arch == "arm64" else "__x64_sys_clone3"
-
-
 # One handler per stop: (run, case) -> whether its checks held.
 
 def on_entry(run, case):
@@ -137,11 +132,7 @@ def on_entry(run, case):
     ok = True
     if run.shstk_on is None:
         ok &= check_scenario(run, case.name, task)
-    regs = gdb.parse_and_eval("regs")
-    if run.arch == "arm64":
-        uargs, size = int(regs["regs"][0]), int(regs["regs"][1])
-    else:
-        uargs, size = int(regs["di"]), int(regs["si"])
+    uargs, size = ops().syscall_args()
     mm = usermem.task_mm(task)
     raw = usermem.read_bytes(mm, uargs, size) if 0 < size <= 4096 else None
     token = struct.unpack_from("<Q", raw, TOKEN_OFFSET)[0] if raw and size >= 96 else 0
@@ -155,7 +146,7 @@ def on_entry(run, case):
             in_ss and valid
     else:
         expect, good = "clone_args read from the caller's memory", raw is not None
-    return ok & run.record(scenario.STEP_ENTRY, case.name, entry_function(run.arch), expect, good,
+    return ok & run.record(scenario.STEP_ENTRY, case.name, ops().clone3_entry, expect, good,
                            pid=int(task["pid"]), token=token, token_word=word or 0, detail=why,
                            in_shadow_stack_vma=in_ss, shadow_stack_vmas=ss_vmas(task),
                            struct_size=size)
@@ -201,29 +192,48 @@ def check_commands(run, case):
         out += gdb.execute("shstk-vmas", to_string=True)
         want.append("<- shadow stack")
     missing = [w for w in want if w not in out]
+    view = gdb.execute("shstk-context", to_string=True)
+    accepted = scenario.stage(case.name, run.shstk_on) == "accepted"
+    problems, seconds = context_problems(view, case.token, accepted)
+    missing += problems
     return run.record(scenario.STEP_COMMANDS, case.name,
-                      "shstk-clone-args, shstk-token, shstk-vmas",
-                      "the commands decode the same token: " + "; ".join(want), not missing,
-                      missing=missing, output=out.strip().splitlines())
+                      "shstk-clone-args, shstk-token, shstk-vmas, shstk-context",
+                      "the commands decode the same token: " + "; ".join(want) +
+                      "; the context view shows it, every read done", not missing,
+                      missing=missing, context_seconds=seconds,
+                      output=(out + view).strip().splitlines())
+
+
+def context_problems(view, token, accepted):
+    """What is wrong with make debug's context view at a copy_thread stop:
+    it must show @token and the verdict, have done every read (a failed one
+    is a line "  SECTION: cannot read WHAT: WHY"), and be quick (its own
+    timing, in its footer).  (problems, seconds)."""
+    verdict = "accepted" if accepted else "refused"
+    problems = [w for w in (f"shadow_stack_token {token:#x}", f"clone3(): {verdict}")
+                if w not in view]
+    problems += [f"no failed read: {line.strip()}" for line in view.splitlines()
+                 if re.match(r"\s+[a-z]+: cannot read ", line) or "internal error" in line]
+    m = re.search(r"\(([0-9.]+) s; shstk-context off", view)
+    seconds = float(m.group(1)) if m else None
+    if seconds is None or seconds > CONTEXT_SECONDS:
+        problems.append(f"the view in at most {CONTEXT_SECONDS} s (took {seconds})")
+    return problems, seconds
 
 
 def on_alloc_ret(run, case):
     """Step 2: what the arch copy_thread hook returned.
     gcs_alloc_thread_stack() returns int, shstk_alloc_thread_stack()
     unsigned long (an address, or an error as a negative value)."""
-    ret = run.returned(32 if run.arch == "arm64" else 64)
+    arch = ops()
+    ret = arch.returned(arch.shstk_alloc_bits)
     token, facts = case.token, {}
     if scenario.stage(case.name, run.shstk_on) == "caller":
         expect = "refuses the token: the caller has no shadow stack (-EINVAL)"
         good = ret == -scenario.EINVAL
-    elif run.arch == "arm64":
-        child_ssp = int(case.alloc_task["thread"]["gcspr_el0"]) & (2**64 - 1)
-        expect = "returns 0; the new task's thread.gcspr_el0 is token + 8"
-        good = ret == 0 and child_ssp == token + 8
-        facts = {"ssp": child_ssp}
     else:
-        expect, good = "returns token + 8, the new task's SSP", ret == token + 8
-    return run.record(scenario.STEP_ALLOC, case.name, alloc_function(run.arch), expect, good,
+        expect, good, facts = arch.alloc_result(ret, case.alloc_task, token)
+    return run.record(scenario.STEP_ALLOC, case.name, arch.shstk_alloc, expect, good,
                       ret=ret, token=token, **facts)
 
 
@@ -247,7 +257,7 @@ def on_validate(run, case):
 def on_validate_ret(run, case):
     """Step 3b (consumed) or 6 (refused, the word unchanged)."""
     _, _, _, usermem, _ = helpers()
-    ret = run.returned(32)
+    ret = ops().returned(32)      # int arch_shstk_validate_clone()
     after = usermem.read_u64(case.mm, case.token)
     facts = {"ret": ret, "token": case.token, "word_before": case.word_before,
              "word_after": after}
@@ -282,16 +292,16 @@ def on_child(run, case):
         return run.skip(scenario.STEP_CHILD, case.name, where,
                         "the live shadow stack pointer is token + 8",
                         f"the {run.emu} gdbstub shows no shadow stack pointer register "
-                        f"({' or '.join(decode.SSP_REGISTERS[run.arch])}); step 4 checked "
+                        f"({ops().ssp_register}); step 4 checked "
                         f"the saved one", pid=pid, token=case.token)
-    live = run.reg(name) & (2**64 - 1)
+    live = ops().reg(name) & (2**64 - 1)
     return run.record(scenario.STEP_CHILD, case.name, where, f"the live {name} is token + 8",
                       live == case.token + 8, pid=pid, ssp=live, token=case.token)
 
 
 def on_parent(run, case):
     """What the caller gets back from clone3()."""
-    ret = run.reg("x0" if run.arch == "arm64" else "rax")
+    ret = ops().reg(ops().return_register)
     want = scenario.want_ret(case.name, run.shstk_on)
     good = ret > 0 if want == 0 else ret == want
     step = scenario.STEP_RETURNS if want == 0 else scenario.STEP_REFUSAL_RET
@@ -368,8 +378,8 @@ def set_breakpoints(run):
     def at(function):
         return f"*{addrs[function]:#x}" if addrs else function
 
-    Stop(run, "entry", at(entry_function(run.arch)))
-    Stop(run, "alloc", at(alloc_function(run.arch)))
+    Stop(run, "entry", at(ops().clone3_entry))
+    Stop(run, "alloc", at(ops().shstk_alloc))
     Stop(run, "validate", at("arch_shstk_validate_clone"))
     Stop(run, "newtask", at("wake_up_new_task"))
     hardware = run.breakpoints == "hardware"

@@ -25,7 +25,7 @@ from shstk import session  # noqa: E402
 WITH_SHADOW_STACKS = {
     "x86_64": "QEMU=patched (the project's QEMU, with CET in TCG; EMU=bochs has CET too)",
 }
-HELPERS = ("shstk-clone-args", "shstk-vmas", "shstk-ssp")
+HELPERS = ("shstk-clone-args", "shstk-vmas", "shstk-ssp", "shstk-context")
 
 BANNER = """
 shstk-lab debug session ({arch}): the guest runs {comm}
@@ -35,6 +35,8 @@ shstk-lab debug session ({arch}): the guest runs {comm}
   shstk-token ADDR [PID]  the word at a user address, decoded as a token
   shstk-vmas [PID]        the task's VMAs, shadow stacks marked
   shstk-ssp [PID]         the task's shadow stack pointer, and where it was read
+  shstk-context [on|off]  the task, its SSP and shadow stack words, the clone3 token;
+                          shown at every stop (shstk-context off hides it)
   $shstk_comm()           the comm of the task on this CPU (for conditions)
   lx-ps, lx-dmesg, $lx_current() ...  the kernel's own helpers
   user labels: shstk_child_entry, shstk_parent_return (the child's first
@@ -46,7 +48,7 @@ shstk-lab debug session ({arch}): the guest runs {comm}
 def what_this_shows():
     """Lines saying what this emulator and CPU let the session show, read
     from the running kernel and the gdbstub."""
-    from shstk import decode, ssp, tasks   # after session.attach(): they need linux.*
+    from shstk import archops, ssp, tasks   # after session.attach(): they need linux.*
     arch = tasks.arch()
     lines = []
     try:
@@ -76,24 +78,16 @@ def what_this_shows():
     if reg:
         lines.append(f"  live shadow stack pointer: ${reg} (shstk-ssp reads it for a running task)")
     else:
-        saved = "thread.gcspr_el0" if arch == "arm64" else "the CET user state of its XSAVE buffer"
         lines.append(f"  live shadow stack pointer: this gdbstub shows no register for it; "
-                     f"shstk-ssp reads the one saved in the task ({saved}), current only "
-                     f"while the task is not running")
-    if arch == "x86_64":
-        try:
-            xsaves = tasks.cpu_has_shadow_stack(decode.X86_XSAVES)
-        except gdb.error:
-            xsaves = None
-        if xsaves is False:
-            lines.append("  saved shadow stack pointer: this CPU has no XSAVES, so the kernel "
-                         "saves the standard XSAVE format, which holds no CET state")
-    return lines
+                     f"shstk-ssp reads the one saved in the task ({archops.ops().SAVED_SSP}), "
+                     f"current only while the task is not running")
+    return lines + archops.ops().notes()
 
 
 def main():
     session.attach()
     comm = os.environ.get("SHSTK_COMM", "shstk_gdb")
+    gdb.execute("shstk-context on")
     gdb.execute(f'break copy_thread if $_streq($shstk_comm(), "{comm}")')
     gdb.write(BANNER.format(arch=os.environ.get("SHSTK_ARCH", "?"), comm=comm))
     gdb.execute("continue")

@@ -49,16 +49,20 @@ static const char * const kind_names[TK_NR] = {
 
 /*
  * Where user addresses end: TASK_SIZE with 4-level paging on x86 (its
- * highest), 48-bit VAs on arm64.  A token at or above it is not a user
- * address.  Where a kernel has more (5-level paging, 52-bit VAs) the
- * addresses in between are user ones, but nothing drawn here is mapped
- * there, so they give EFAULT all the same.  No kind draws a tagged address
+ * highest), 48-bit VAs on arm64, Sv39 on riscv64.  A token at or above it is
+ * not a user address.  Where a kernel has more (5-level paging, 52-bit VAs,
+ * Sv48 or Sv57) the addresses in between are user ones, but nothing drawn
+ * here is mapped there, so they give EFAULT all the same.  No kind draws a tagged address
  * (arm64 TBI), which would be a user address above this.
  */
 #if defined(__x86_64__)
 #define USER_ADDR_END	0x00007ffffffff000ULL
-#else
+#elif defined(__aarch64__)
 #define USER_ADDR_END	0x0001000000000000ULL
+#elif defined(__riscv)
+#define USER_ADDR_END	0x0000004000000000ULL
+#else
+#error "fuzz_clone3: no code for this architecture (config/arches.ini)"
 #endif
 
 struct call {
@@ -152,8 +156,12 @@ static uint64_t make_token(enum token_kind kind, unsigned long *mapped)
 	case TK_KERNEL:
 #if defined(__x86_64__)
 		return 0xffffffff81000000ULL + 8 * pick(1024);
-#else
+#elif defined(__aarch64__)
 		return 0xffff800080000000ULL + 8 * pick(1024);
+#elif defined(__riscv)
+		return 0xffffffff80000000ULL + 8 * pick(1024);
+#else
+#error "fuzz_clone3: no code for this architecture (config/arches.ini)"
 #endif
 	case TK_NONCANONICAL:
 		return 0x0080000000000000ULL + 8 * pick(1024);
@@ -213,11 +221,6 @@ static long expected(const struct call *c)
 	}
 }
 
-static uint64_t peek(uint64_t addr)
-{
-	return *(volatile uint64_t *)addr;
-}
-
 static void describe(const struct call *c, long ret, long want, const char *what)
 {
 	ktap_diag("FAIL seed %#lx call %lu: %s: kind %s token %#lx size %zu flags %#lx tail %d shstk %d -> %ld (model %ld)",
@@ -256,7 +259,7 @@ static void one_call(void)
 			  c.kind == TK_NORMAL_PAGE_END;
 	c.word_readable = c.word_readable && c.token && !(c.token % 8);
 	if (c.word_readable)
-		c.word_before = peek(c.token);
+		c.word_before = shstk_peek(c.token);
 
 	memset(&ext->args, 0, sizeof(ext->args));
 	ext->args.flags = c.flags;
@@ -312,7 +315,7 @@ static void one_call(void)
 		describe(&c, ret, want, "an errno the ABI does not define");
 	if (ret != want)
 		describe(&c, ret, want, "not the model's result");
-	if (c.word_readable && peek(c.token) != c.word_before) {
+	if (c.word_readable && shstk_peek(c.token) != c.word_before) {
 		describe(&c, ret, want, "refused, yet the token word changed");
 		sh->consumed_after_failure++;
 	}
@@ -397,10 +400,10 @@ static unsigned long race(unsigned long rounds)
 			wins += st[i] == 0;
 			einval += st[i] == EINVAL;
 		}
-		if (wins != 1 || einval != 1 || peek(token) != 0) {
+		if (wins != 1 || einval != 1 || shstk_peek(token) != 0) {
 			if (bad++ < 10)
 				ktap_diag("race round %lu: racers exited %d and %d, token word %#lx",
-					  round, st[0], st[1], (long)peek(token));
+					  round, st[0], st[1], (long)shstk_peek(token));
 		}
 		munmap(token_stack(token), PAGE);
 		if ((round + 1) % 1000 == 0)

@@ -38,9 +38,14 @@ done
 say() { echo "shstk-lab: $*" >/dev/console; }
 emit() { echo "$*" >>"$out"; }
 
-flags=$(grep -m1 -E '^(flags|Features)' /proc/cpuinfo)
-case "$flags" in
-*user_shstk* | *" gcs"*) shstk=yes ;;
+# The arch's /proc/cpuinfo line and word for user shadow stacks, from
+# config/arches.ini (scripts/build/guest.sh writes them here); a word ends at
+# a space or, in riscv's isa string, at an underscore.
+# shellcheck source=/dev/null  # written by scripts/build/guest.sh
+. /tests/arch.env
+flags=$(grep -m1 "^${SHSTK_CPUINFO_FIELD}[[:space:]]*:" /proc/cpuinfo)
+case " ${flags#*:} " in
+*[_\ ]"$SHSTK_CPUINFO_FLAG"[_\ ]*) shstk=yes ;;
 *) shstk=no ;;
 esac
 # x86: the FPU state format the kernel chose, from the ring buffer (the

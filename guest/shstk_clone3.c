@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "lib/shstk.h"
@@ -81,7 +82,13 @@ static char run_skip_reason[256];	/* why a case's run() returned SKIP */
 
 /* ---- children: raw syscalls only, never return into the parent ---- */
 
-static __attribute__((noinline)) long nested(struct report *r, int depth)
+/*
+ * Each call must push one return address: x86 and arm64 push at the call
+ * itself, riscv in the prologue (-fcf-protection=return), which shrink
+ * wrapping would leave out of the path that makes no further call.
+ */
+static __attribute__((noinline, optimize("no-shrink-wrap")))
+long nested(struct report *r, int depth)
 {
 	long v;
 
@@ -135,7 +142,7 @@ asm (".pushsection .text\n"
 	"forged_landing:\n"
 	"	ud2\n"
 	".popsection\n");
-#else
+#elif defined(__aarch64__)
 asm (".pushsection .text\n"
 	".globl forged_return\n"
 	"forged_return:\n"
@@ -144,6 +151,25 @@ asm (".pushsection .text\n"
 	"forged_landing:\n"
 	"	udf #0\n"
 	".popsection\n");
+#elif defined(__riscv)
+/*
+ * Returns are checked only where the code says so: push the real return
+ * address (sspush ra), replace it, and check it (sspopchk ra), as a
+ * function built with -fcf-protection=return does.  By encoding, so that any
+ * assembler takes them.
+ */
+asm (".pushsection .text\n"
+	".globl forged_return\n"
+	"forged_return:\n"
+	"	.4byte 0xce104073\n"		/* sspush ra */
+	"	lla ra, forged_landing\n"
+	"	.4byte 0xcdc0c073\n"		/* sspopchk ra */
+	"	ret\n"
+	"forged_landing:\n"
+	"	unimp\n"
+	".popsection\n");
+#else
+#error "shstk_clone3: no code for this architecture (config/arches.ini)"
 #endif
 
 static long child_forge(void *arg, uint64_t ssp)
@@ -197,11 +223,6 @@ static uint64_t new_token(unsigned long size, unsigned long *base)
 	if (base)
 		*base = addr;
 	return shstk_token_addr(addr, size);
-}
-
-static uint64_t peek(uint64_t addr)
-{
-	return *(volatile uint64_t *)addr;
 }
 
 /* clone3() with @flags and @token; a new normal stack whenever CLONE_VM. */
@@ -292,17 +313,17 @@ static enum verdict token_consumed_child_on_new_stack(void)
 
 	CHECK(token, "map_shadow_stack failed");
 	CHECK(smaps_shstk(token, NULL, NULL), "token %#lx not in an ss VMA", (long)token);
-	CHECK(peek(token) == shstk_expected_token(token),
-	      "token word %#lx, expected %#lx", (long)peek(token),
+	CHECK(shstk_peek(token) == shstk_expected_token(token),
+	      "token word %#lx, expected %#lx", (long)shstk_peek(token),
 	      (long)shstk_expected_token(token));
 	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
 	CHECK(pid > 0, "clone3 returned %ld", pid);
 	CHECK(reap(pid) == 0, "child did not exit 0");
 	ktap_diag("token %#lx child ssp %#lx word after %#lx", (long)token,
-		  (long)r->ssp, (long)peek(token));
+		  (long)r->ssp, (long)shstk_peek(token));
 	CHECK(r->ssp == token + SHSTK_SLOT, "child ssp %#lx, expected %#lx",
 	      (long)r->ssp, (long)(token + SHSTK_SLOT));
-	CHECK(peek(token) == 0, "token not consumed: %#lx", (long)peek(token));
+	CHECK(shstk_peek(token) == 0, "token not consumed: %#lx", (long)shstk_peek(token));
 	return PASS;
 }
 
@@ -384,7 +405,7 @@ static enum verdict misaligned_token_einval(void)
 		reap(pid);
 	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
 	if (shstk_enabled)
-		CHECK(peek(token) == shstk_expected_token(token), "token changed");
+		CHECK(shstk_peek(token) == shstk_expected_token(token), "token changed");
 	return PASS;
 }
 
@@ -401,7 +422,7 @@ static enum verdict normal_memory_efault(void)
 	if (pid > 0)
 		reap(pid);
 	CHECK(pid == -EFAULT, "clone3 returned %ld, expected %d", pid, -EFAULT);
-	CHECK(peek(token) == shstk_expected_token(token), "word changed");
+	CHECK(shstk_peek(token) == shstk_expected_token(token), "word changed");
 	free(mem);
 	return PASS;
 }
@@ -415,7 +436,7 @@ static enum verdict shstk_page_without_token_einval(void)
 	long pid;
 
 	CHECK(base > 0, "map_shadow_stack failed: %ld", base);
-	CHECK(peek(token) == 0, "page not empty");
+	CHECK(shstk_peek(token) == 0, "page not empty");
 	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
 	if (pid > 0)
 		reap(pid);
@@ -526,7 +547,7 @@ static enum verdict readonly_file_mapping_efault_no_cow(void)
 	 */
 	word = shstk_expected_token(token);
 	if (pwrite(fd, &word, sizeof(word), PAGE - SHSTK_SLOT) == (ssize_t)sizeof(word))
-		before = peek(token);
+		before = shstk_peek(token);
 	else
 		before = ~word;
 	if (before == word) {
@@ -537,7 +558,7 @@ static enum verdict readonly_file_mapping_efault_no_cow(void)
 		/* New bytes, through the file. */
 		word = ~word;
 		if (pwrite(fd, &word, sizeof(word), PAGE - SHSTK_SLOT) == (ssize_t)sizeof(word))
-			after = peek(token);
+			after = shstk_peek(token);
 	}
 	munmap(map, PAGE);
 	close(fd);
@@ -616,7 +637,7 @@ static enum verdict token_page_pinned_foll_pin(void)
 	CHECK(!why, "%s", why);
 	ktap_diag("nr_foll_pin_acquired %ld -> %ld, nr_foll_pin_released %ld -> %ld",
 		  acq0, acq1, rel0, rel1);
-	CHECK(peek(token) == 0, "token not consumed: %#lx", (long)peek(token));
+	CHECK(shstk_peek(token) == 0, "token not consumed: %#lx", (long)shstk_peek(token));
 	CHECK(acq1 - acq0 >= 1, "no page pinned around clone3() with a token");
 	CHECK(acq1 - rel1 == acq0 - rel0,
 	      "pins held: %ld before, %ld after", acq0 - rel0, acq1 - rel1);
@@ -641,7 +662,7 @@ static enum verdict size_ver2_ignores_token(void)
 		pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER2, child_report, r);
 		CHECK(pid > 0 && reap(pid) == 0, "clone3 VER2 with token: %ld", pid);
 		CHECK(r->ssp != token + SHSTK_SLOT, "child used the token");
-		CHECK(peek(token) == shstk_expected_token(token), "token consumed");
+		CHECK(shstk_peek(token) == shstk_expected_token(token), "token consumed");
 	}
 	return PASS;
 }
@@ -691,7 +712,7 @@ static enum verdict caller_without_shstk_einval(void)
 		reap(pid);
 	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
 	if (real)
-		CHECK(peek(token) == shstk_expected_token(token), "token changed");
+		CHECK(shstk_peek(token) == shstk_expected_token(token), "token changed");
 	return PASS;
 }
 
@@ -712,13 +733,13 @@ static enum verdict token_with_flags(uint64_t flags, bool consumed_in_parent)
 	CHECK(pid > 0, "clone3 returned %ld", pid);
 	CHECK(reap(pid) == 0, "child did not exit 0");
 	ktap_diag("flags %#lx: child ssp %#lx, parent's token word %#lx",
-		  (long)flags, (long)r->ssp, (long)peek(token));
+		  (long)flags, (long)r->ssp, (long)shstk_peek(token));
 	CHECK(r->ssp == token + SHSTK_SLOT, "child ssp %#lx, expected %#lx",
 	      (long)r->ssp, (long)(token + SHSTK_SLOT));
 	if (consumed_in_parent)
-		CHECK(peek(token) == 0, "token not consumed");
+		CHECK(shstk_peek(token) == 0, "token not consumed");
 	else
-		CHECK(peek(token) == shstk_expected_token(token),
+		CHECK(shstk_peek(token) == shstk_expected_token(token),
 		      "parent's copy of the token changed");
 	return PASS;
 }
@@ -841,6 +862,80 @@ static enum verdict memory_256_threads(void)
 	return PASS;
 }
 
+/*
+ * A fork that fails after copy_thread() frees the shadow stack copy_thread()
+ * mapped for its CLONE_VM child (no token: the kernel's own stack).  Each
+ * call here fails at the pidfd, which copy_process() makes after
+ * copy_thread(): CLONE_PIDFD with every file descriptor RLIMIT_NOFILE allows
+ * in use, so EMFILE.  The caller's address space must not grow: a leak is a
+ * stack per call (riscv before 5/10: 1 MiB each).
+ */
+#define FAILED_FORKS	1000
+
+/* A field of /proc/self/status in kB, or a count of /proc/self/maps lines. */
+static long self_status_kb(const char *field)
+{
+	char line[256];
+	long kb = -1, n = 0;
+	FILE *f = fopen(field ? "/proc/self/status" : "/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		n++;
+		if (field && !strncmp(line, field, strlen(field)))
+			kb = strtol(line + strlen(field) + 1, NULL, 10);
+	}
+	if (f)
+		fclose(f);
+	return field ? kb : n;
+}
+
+static enum verdict failed_fork_frees_shadow_stack(void)
+{
+	long before_kb, after_kb, before_maps, after_maps, ret, other = 0;
+	struct rlimit old, lim;
+	int i, fd, pidfd = -1, emfile = 0;
+
+	CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0, "getrlimit: %s", strerror(errno));
+	/* The lowest free descriptor: with the limit there, none is left. */
+	fd = fcntl(0, F_DUPFD, 0);
+	CHECK(fd >= 0, "F_DUPFD: %s", strerror(errno));
+	close(fd);
+	before_kb = self_status_kb("VmSize:");
+	before_maps = self_status_kb(NULL);
+	lim = old;
+	lim.rlim_cur = fd;
+	CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0, "setrlimit: %s", strerror(errno));
+	for (i = 0; i < FAILED_FORKS; i++) {
+		struct clone_args args = {
+			.flags = CLONE_VM | CLONE_PIDFD,
+			.pidfd = (uint64_t)&pidfd,
+			.exit_signal = SIGCHLD,
+		};
+
+		ret = clone3_run(&args, CLONE_ARGS_SIZE_VER3, NULL, NULL);
+		if (ret == -EMFILE) {
+			emfile++;
+			continue;
+		}
+		other = ret;
+		if (ret > 0)
+			reap(ret);
+	}
+	CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0, "setrlimit: %s", strerror(errno));
+	after_kb = self_status_kb("VmSize:");
+	after_maps = self_status_kb(NULL);
+	ktap_diag("metric: failed_fork_vmsize_growth_kb=%ld", after_kb - before_kb);
+	ktap_diag("metric: failed_fork_maps_growth=%ld", after_maps - before_maps);
+	CHECK(emfile == FAILED_FORKS, "%d of %d calls failed with EMFILE, another gave %ld",
+	      emfile, FAILED_FORKS, other);
+	CHECK(before_kb > 0 && after_kb - before_kb < 1024,
+	      "VmSize grew by %ld KiB over %d failed forks: a shadow stack left behind by each",
+	      after_kb - before_kb, FAILED_FORKS);
+	CHECK(after_maps - before_maps < 8, "%ld more mappings after %d failed forks",
+	      after_maps - before_maps, FAILED_FORKS);
+	return PASS;
+}
+
 /* 9: two threads race clone3() on one token: exactly one wins each round. */
 static enum verdict race_same_token_one_wins(void)
 {
@@ -881,7 +976,7 @@ static enum verdict race_same_token_one_wins(void)
 		}
 		CHECK(wins == 1 && einval == 1, "round %d: racers exited %d and %d",
 		      round, st[0], st[1]);
-		CHECK(peek(token) == 0, "round %d: token not consumed", round);
+		CHECK(shstk_peek(token) == 0, "round %d: token not consumed", round);
 		munmap((void *)(token + SHSTK_SLOT - PAGE), PAGE);
 	}
 	ktap_diag("%d rounds, one winner each", RACE_ROUNDS);
@@ -913,6 +1008,7 @@ static const struct shstk_case cases[] = {
 	{ "clone_vm_vfork_token_consumed", true, false, clone_vm_vfork_token_consumed },
 	{ "threads_64_own_shstk", true, false, threads_64_own_shstk },
 	{ "memory_256_threads", true, false, memory_256_threads },
+	{ "failed_fork_frees_shadow_stack", true, false, failed_fork_frees_shadow_stack },
 	{ "race_same_token_one_wins", true, false, race_same_token_one_wins },
 };
 
@@ -929,8 +1025,22 @@ static bool cpu_has_shstk(void)
 	if (f)
 		fclose(f);
 	return found;
-#else
+#elif defined(__aarch64__)
 	return getauxval(AT_HWCAP) & (1UL << 32);	/* HWCAP_GCS */
+#elif defined(__riscv)
+	/* Zicfiss in the isa line, "rv64imafdc_..._zicfiss_...". */
+	char line[4096];
+	bool found = false;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, "isa", 3) &&
+			(strstr(line, "_zicfiss_") || strstr(line, "_zicfiss\n"));
+	if (f)
+		fclose(f);
+	return found;
+#else
+#error "shstk_clone3: no code for this architecture (config/arches.ini)"
 #endif
 }
 

@@ -7,6 +7,8 @@
 #
 #   scripts/fuzz.sh ARCH [EMU]
 #   SEED=  CALLS= (100000)  ROUNDS= (10000)  KCONFIG= (debug; "" for the normal kernel)
+#   XSAVE_SECONDS= (60) how long x86's XSAVE state stress (guest/xsave_integrity.c)
+#         runs in each VM, after the fuzzer
 #   JOBS= VMs to split the calls and rounds over (default: as many as keep
 #         the host's CPUs busy: 1 under QEMU, one per host CPU under Bochs)
 #
@@ -24,6 +26,7 @@ seed=${SEED:-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')}
 seed=${seed#0x}
 calls=${CALLS:-100000}
 rounds=${ROUNDS:-10000}
+xsave_seconds=${XSAVE_SECONDS:-60}
 # By default, as many VMs as keep the host's CPUs busy: one under QEMU,
 # whose two vCPUs use two host threads; one per CPU under Bochs, which
 # emulates on one (the backend's EMU_HOST_THREADS).
@@ -31,7 +34,7 @@ if [ -z "${JOBS:-}" ]; then
 	JOBS=$(($(nproc) / EMU_HOST_THREADS))
 	[ "$JOBS" -ge 1 ] || JOBS=1
 fi
-for v in CALLS:"$calls" ROUNDS:"$rounds" JOBS:"$JOBS"; do
+for v in CALLS:"$calls" ROUNDS:"$rounds" JOBS:"$JOBS" XSAVE_SECONDS:"$xsave_seconds"; do
 	[[ ${v#*:} =~ ^[0-9]+$ ]] || die "${v%%:*}=${v#*:} is not a number"
 done
 [[ $seed =~ ^[0-9a-fA-F]{1,16}$ ]] || die "SEED=$seed is not a 64-bit hex number"
@@ -55,7 +58,8 @@ for ((i = 0; i < JOBS; i++)); do
 	vm_dirs+=("$out/vm$i")
 	[ "$JOBS" -eq 1 ] || msg "vm$i: seed 0x$(vm_seed "$i"), $n calls, $r race rounds; logs in $out/vm$i"
 	vm=("$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out/vm$i"
-		"${SHSTK_FUZZ_TIMEOUT:-5400}" "SHSTK_SEED=0x$(vm_seed "$i") SHSTK_FUZZ_CALLS=$n SHSTK_FUZZ_ROUNDS=$r")
+		"${SHSTK_FUZZ_TIMEOUT:-5400}"
+		"SHSTK_SEED=0x$(vm_seed "$i") SHSTK_FUZZ_CALLS=$n SHSTK_FUZZ_ROUNDS=$r SHSTK_XSAVE_SECONDS=$xsave_seconds")
 	# With several VMs each one's messages carry its name.
 	if [ "$JOBS" -eq 1 ]; then
 		start_child "${vm[@]}"

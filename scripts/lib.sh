@@ -98,38 +98,91 @@ git_am_series() {
 	msg "applied $n patches"
 }
 
-# Canonical architecture names: the kernel's ARCH= value, the Debian
-# architecture, the cross prefix and the image file all follow from this.
-shstk_arch() {
-	case "${1:-}" in
-	x86_64 | amd64 | x86) echo x86_64 ;;
-	arm64 | aarch64) echo arm64 ;;
-	"") shstk_arch "$(uname -m)" ;;
-	*) die "unknown ARCH '$1' (use x86_64 or arm64)" ;;
-	esac
+# The architecture table: every per-arch fact, for shell and Python alike
+# (config/arches.py reads it too).  Its keys are described at its top.
+SHSTK_ARCH_TABLE=$SHSTK_TOP/config/arches.ini
+# The compiler of the host programs: the QEMU and Bochs builds, and the
+# programs a kernel build runs on the build machine, whatever the target.
+# shellcheck disable=SC2034  # used by the scripts that source this file
+SHSTK_HOST_CC=gcc-14
+# shellcheck disable=SC2034
+SHSTK_HOST_CXX=g++-14
+
+# The supported architectures of the table, in its order; with --all, also
+# the ones in progress (status: usable with ARCH= only).
+arch_names() {
+	local a
+	[ -r "$SHSTK_ARCH_TABLE" ] || die "$SHSTK_ARCH_TABLE is missing"
+	sed -n 's/^\[\([a-z0-9_]*\)\]$/\1/p' "$SHSTK_ARCH_TABLE" | while read -r a; do
+		if [ "${1:-}" = --all ] || [ "$(arch_fact "$a" status)" = supported ]; then
+			echo "$a"
+		fi
+	done
 }
 
+# Every arch's Debian architecture, the host's (amd64) first.
+deb_arches() {
+	local a
+	{
+		echo amd64
+		for a in $(arch_names --all); do
+			arch_fact "$a" deb_arch
+		done
+	} | awk '!seen[$0]++'
+}
+
+# One fact about an architecture from the table; dies if the table lacks it.
+#   arch_fact ARCH KEY
+arch_fact() {
+	local v
+	v=$(awk -v want="$1" -v key="$2" '
+		/^\[/ { sec = substr($0, 2, length($0) - 2); next }
+		sec == want && $1 == key && $2 == "=" {
+			sub(/^[^=]*=[ \t]*/, ""); print; found = 1; exit
+		}
+		END { exit !found }' "$SHSTK_ARCH_TABLE") ||
+		die "config/arches.ini has no $2 for $1"
+	echo "$v"
+}
+
+# Canonical architecture name, from a name or an alias in the table (the
+# host's by default).
+shstk_arch() {
+	local want=${1:-} a
+	[ -n "$want" ] || want=$(uname -m)
+	for a in $(arch_names --all); do
+		if [ "$want" = "$a" ] || [[ " $(arch_fact "$a" aliases) " == *" $want "* ]]; then
+			echo "$a"
+			return
+		fi
+	done
+	die "unknown ARCH '$want' (use $(arch_names | paste -sd' ' | sed 's/ / or /g'))"
+}
+
+# VAR=the fact KEY about $ARCH; a missing one ends the script, as die does
+# (a die inside $(...) would end only the subshell).
+#   arch_set VAR KEY
+arch_set() {
+	local v
+	v=$(arch_fact "$ARCH" "$2") || exit 1
+	printf -v "$1" '%s' "$v"
+}
+
+# The facts about ARCH every script uses, as variables; the rest through
+# arch_fact.
 # shellcheck disable=SC2034  # used by the scripts that source this file
 arch_vars() {
-	ARCH=$(shstk_arch "${1:-}")
-	case "$ARCH" in
-	x86_64)
-		KARCH=x86
-		DEB_ARCH=amd64
-		CROSS_COMPILE=x86_64-linux-gnu-
-		KIMAGE=arch/x86/boot/bzImage
-		KTARGET=bzImage
-		KCONSOLE=ttyS0
-		;;
-	arm64)
-		KARCH=arm64
-		DEB_ARCH=arm64
-		CROSS_COMPILE=aarch64-linux-gnu-
-		KIMAGE=arch/arm64/boot/Image
-		KTARGET=Image
-		KCONSOLE=ttyAMA0
-		;;
-	esac
+	ARCH=$(shstk_arch "${1:-}") || exit 1
+	arch_set KARCH kernel_arch
+	arch_set DEB_ARCH deb_arch
+	arch_set CROSS_COMPILE cross_prefix
+	# The target compiler, by its full name (the unversioned one may be
+	# another version).
+	arch_set ARCH_CC cc
+	ARCH_CC=$CROSS_COMPILE$ARCH_CC
+	arch_set KIMAGE kernel_image
+	arch_set KTARGET kernel_target
+	arch_set KCONSOLE console
 	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}${SHSTK_BASELINE:+-base}
 	# make bench times a cold build in a scratch directory of its own.
 	KBUILD_DIR=${SHSTK_BUILD_DIR:-$KBUILD_DIR}
@@ -193,10 +246,12 @@ build_kernel_and_guest() {
 }
 
 # make in the kernel tree for the current arch (after arch_vars), out of
-# tree, with gcc 14 for target and host programs alike.
+# tree, with the table's compiler for the target and the host's for the
+# programs the build runs.
+# shellcheck disable=SC2153  # KARCH and ARCH_CC: set by arch_vars (arch_set)
 kmake() {
 	tb make -C "$SHSTK_SRC" O="$KBUILD_DIR" ARCH="$KARCH" \
-		CROSS_COMPILE="$CROSS_COMPILE" CC="${CROSS_COMPILE}gcc-14" HOSTCC=gcc-14 "$@"
+		CROSS_COMPILE="$CROSS_COMPILE" CC="$ARCH_CC" HOSTCC="$SHSTK_HOST_CC" "$@"
 }
 
 # Run a tool from the toolbox (or the host, when it is new enough).  Every

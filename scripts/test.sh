@@ -17,7 +17,13 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-arches=${1:-x86_64 arm64}
+arches=${1:-$(arch_names | paste -sd" ")}
+# The arches in progress are left out, with the reason (config/arches.ini).
+if [ -z "${1:-}" ]; then
+	for a in $(arch_names --all); do
+		[[ " $arches " == *" $a "* ]] || msg "$a: not in make test, $(arch_fact "$a" status)"
+	done
+fi
 LOG=$SHSTK_OUT/test
 mkdir -p "$LOG"
 steps=()
@@ -77,7 +83,7 @@ for a in $arches; do
 		# has no shadow stack: it would fuzz the refusal path only.
 		if [ -z "$EMU_NO_SHSTK_WHY" ]; then
 			run_step "fuzz-$tag" "results:$EMU_OUT/fuzz" \
-				env KCONFIG= CALLS=3000 ROUNDS=300 scripts/fuzz.sh "$a" "$emu"
+				env KCONFIG= CALLS=3000 ROUNDS=300 XSAVE_SECONDS=1 scripts/fuzz.sh "$a" "$emu"
 			shstk_runs+=("$EMU_OUT/results.json")
 		fi
 	done

@@ -15,6 +15,12 @@ import sys
 import types
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from config import arches  # noqa: E402
+
+# What the target's frames say their architecture is, per table arch (the
+# kernel's utils.is_target_arch() looks for its argument in that name).
+GDB_ARCH = {a: arches.get(a).gdb_arch for a in arches.names(all=True)}
 TYPE_CODE_PTR, TYPE_CODE_STRUCT, TYPE_CODE_INT = 1, 3, 8
 
 
@@ -202,6 +208,7 @@ class State:
         self.current_task = None    # what linux.cpus.get_current_task returns
         self.tasks_by_pid = {}
         self.breakpoints = []       # every gdb.Breakpoint made
+        self.parameters = {"style enabled": False}
 
 
 STATE = State()
@@ -264,6 +271,19 @@ def _gdb_module():
     gdb.selected_thread = lambda: STATE.thread
     gdb.lookup_type = lookup_type
     gdb.breakpoints = lambda: []
+    gdb.parameter = lambda name: STATE.parameters.get(name)
+
+    class Event:
+        def __init__(self):
+            self.handlers = []
+
+        def connect(self, fn):
+            self.handlers.append(fn)
+
+        def fire(self, event=None):
+            for fn in self.handlers:
+                fn(event)
+    gdb.events = types.SimpleNamespace(stop=Event())
 
     class Breakpoint:
         def __init__(self, spec, type=1, internal=False):
@@ -292,7 +312,7 @@ def _linux_modules():
             return STATE.types.get(self.name) or struct_type(self.name[len("struct "):])
 
     utils.CachedType = CachedType
-    utils.is_target_arch = lambda a: (a == "aarch64") == (STATE.arch == "arm64")
+    utils.is_target_arch = lambda a: a in GDB_ARCH.get(STATE.arch, STATE.arch)
     utils.get_ulong_type = lambda: Type("unsigned long", 8, TYPE_CODE_INT)
 
     cpus = types.ModuleType("linux.cpus")

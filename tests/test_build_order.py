@@ -45,7 +45,7 @@ class BuildOrderTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
         self.top = os.path.join(self.tmp, "top")
-        for d in ("scripts", "checks"):
+        for d in ("scripts", "checks", "config"):
             shutil.copytree(os.path.join(TOP, d), os.path.join(self.top, d))
         for name, text in (("build/kernel.sh", STUB_KERNEL), ("build/guest.sh", STUB_GUEST),
                            ("vm/boot.sh", STUB_VM)):

@@ -10,9 +10,10 @@ from tests import gdbmock
 
 gdb = gdbmock.install()
 
-from shstk import commands, decode, usermem, vmas  # noqa: E402
+from shstk import commands, context, decode, usermem, vmas  # noqa: E402
 
 commands.register()
+context.register()
 
 ARM64_SS_RW = 0x4000100073          # rw-p, mayread/write/exec, ss (read from a guest)
 
@@ -357,3 +358,114 @@ class BannerTest(unittest.TestCase):
     def test_unreadable_kernel_is_said(self):
         out = self.shows("arm64", gdb.MemoryError("Cannot access memory at address 0x0"), {})
         self.assertIn("cannot read the kernel's CPU features", out)
+
+
+class ContextTest(unittest.TestCase):
+    """shstk-context: the view at a stop, and a stop it never breaks."""
+
+    SS_VMA = (0x7f0000001000, 0x7f0000003000, (1 << 37) | 0x73, None)   # rw-p, ss
+    WORDS = {0x7f0000002ff0: 0x401234, 0x7f0000002ff8: 0x7f0000003001}
+
+    def setUp(self):
+        self.state = gdbmock.reset("x86_64")
+        context.SETTINGS.update(on=False, words=6, colour="auto")
+
+    def good_target(self):
+        task = x86_task(ssp=0x7f0000002ff0)
+        self.state.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
+        return [mock.patch.object(vmas, "find",
+                                  side_effect=lambda t, a: self.SS_VMA
+                                  if self.SS_VMA[0] <= a < self.SS_VMA[1] else None),
+                mock.patch.object(usermem, "read_u64", side_effect=lambda mm, a: self.WORDS.get(a)),
+                mock.patch.object(usermem, "task_mm", return_value=None)]
+
+    def test_the_view_of_a_shadow_stack(self):
+        patches = self.good_target()
+        for p in patches:
+            p.start()
+        self.addCleanup(mock.patch.stopall)
+        out = gdb.execute("shstk-context", to_string=True)
+        self.assertIn("task   pid 42 (shstk_gdb), shadow stack enabled", out)
+        self.assertIn("ssp    0x7f0000002ff0  [CET user state", out)
+        self.assertIn("vma    0x7f0000001000-0x7f0000003000 (8192 bytes, rw-p", out)
+        self.assertRegex(out, r"0x7f0000002ff0  0x0000000000401234  <- ssp")
+        self.assertRegex(out, r"0x7f0000002ff8  0x00007f0000003001  valid token for this slot")
+        self.assertNotIn("\x1b[", out)                 # no terminal: no colour
+        context.SETTINGS["colour"] = "on"
+        self.assertIn("\x1b[1;33m0x7f0000002ff0\x1b[0m", gdb.execute("shstk-context", to_string=True))
+
+    def test_a_failed_read_is_a_line_not_an_error(self):
+        failing_target("arm64")
+        out = gdb.execute("shstk-context", to_string=True)
+        self.assertIn("cannot read the task on the selected CPU", out)
+        self.assertIn("shstk-context off hides this", out)
+
+    def test_the_stop_goes_on_whatever_happens(self):
+        self.state = failing_target("x86_64")
+        gdb.execute("shstk-context on", to_string=True)
+        start = len(self.state.out)
+        gdb.events.stop.fire()
+        self.assertIn("cannot read the task", "".join(self.state.out[start:]))
+        with mock.patch.object(context, "render", side_effect=KeyError("boom")):
+            gdb.events.stop.fire()
+        self.assertIn("shstk-context: internal error, KeyError", self.state.out[-1])
+        gdb.execute("shstk-context off", to_string=True)
+        start = len(self.state.out)
+        gdb.events.stop.fire()
+        self.assertEqual(self.state.out[start:], [])
+
+    def test_usage(self):
+        for bad in ("words 0", "colour blue", "sideways"):
+            with self.subTest(arg=bad), self.assertRaises(gdb.GdbError) as e:
+                gdb.execute(f"shstk-context {bad}")
+            self.assertIn("usage: shstk-context", str(e.exception))
+
+
+class PageWalkTest(unittest.TestCase):
+    """usermem.translate() through each arch's ArchOps: the same walk, the
+    arch's descriptors and linear map."""
+
+    ADDR = 0x3f_8765_4321
+    PAGE = 0x8_1234_5000
+    TABLES = (0x10_0000, 0x11_0000, 0x12_0000, 0x13_0000)   # physical
+
+    def walk(self, arch, levels, table_desc, page_desc, linear, symbols):
+        state = gdbmock.reset(arch)
+        state.symbols.update(symbols)
+        tables = self.TABLES[:levels]
+        for level, index in enumerate(decode.pt_indexes(self.ADDR, levels)):
+            desc = page_desc(self.PAGE) if level == levels - 1 else table_desc(tables[level + 1])
+            state.symbols[f"*(unsigned long long *){linear(tables[level]) + 8 * index:#x}"] = desc
+        mm = gdbmock.Value(fields={"pgd": linear(tables[0])})
+        return usermem.translate(mm, self.ADDR)
+
+    def test_x86_64(self):
+        base = 0xffff888000000000
+        pa = self.walk("x86_64", 4, lambda p: p | 0x67, lambda p: p | 0x67, lambda p: base + p,
+                       {"page_offset_base": base})
+        self.assertEqual(pa, self.PAGE | 0x321)
+
+    def test_arm64(self):
+        memstart = 0x10_0000
+        page_offset = 2**64 - 2**48
+        pa = self.walk("arm64", 4, lambda p: p | 3, lambda p: p | 0x703, lambda p: (p - memstart) | page_offset,
+                       {"(unsigned long)$TCR_EL1": 16, "memstart_addr": memstart})
+        self.assertEqual(pa, self.PAGE | 0x321)
+
+    def test_riscv64_sv39(self):
+        offset = 0xff60000000000000 - 0x8000_0000
+        pte = lambda p: (p >> 12) << 10   # noqa: E731  the PPN field
+        pa = self.walk("riscv64", 3, lambda p: pte(p) | 1, lambda p: pte(p) | 0xd7,
+                       lambda p: (p + offset) % 2**64,
+                       {"pgtable_l5_enabled": 0, "pgtable_l4_enabled": 0,
+                        "kernel_map.va_pa_offset": offset})
+        self.assertEqual(pa, self.PAGE | 0x321)
+        # A leaf above the last level (R, W or X set) maps a 2 MiB page.
+        state = gdbmock.STATE
+        for k, v in list(state.symbols.items()):
+            if k.startswith("*(unsigned long long *)") and v & 1 and not v & 0xe:
+                idx = decode.pt_indexes(self.ADDR, 3)
+                if k.endswith(f"{(self.TABLES[1] + offset) % 2**64 + 8 * idx[1]:#x}"):
+                    state.symbols[k] = pte(0x8_1240_0000) | 0xcf
+        mm = gdbmock.Value(fields={"pgd": (self.TABLES[0] + offset) % 2**64})
+        self.assertEqual(usermem.translate(mm, self.ADDR), 0x8_1240_0000 | (self.ADDR & 0x1fffff))

@@ -188,7 +188,7 @@ class BadInputTest(unittest.TestCase):
             r = subprocess.run([os.path.join(tmp, "scripts", "build", "kernel-source.sh"), "--check"],
                                capture_output=True, text=True, timeout=300)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn(f"patch 4/8 ({victim}) does not apply", r.stderr)
+        self.assertIn(f"patch 4/10 ({victim}) does not apply", r.stderr)
 
 
 if __name__ == "__main__":

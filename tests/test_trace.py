@@ -31,40 +31,51 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(stray, [])
         self.assertEqual([(c["token"], c["ret"]) for c in calls], [(T, 9), (T, -22), (T - 1, -22)])
         for c in calls:
-            self.assertEqual(trace.check_call(c, "arm64"), [], c)
+            self.assertEqual(trace.check_call(c), [], c)
         self.assertEqual(trace.stage_of(calls[1]), "token")
         self.assertEqual(trace.stage_of(calls[2]), "args")
 
     def test_success_without_validation_fails(self):
         lines = [line for line in GOOD[:7] if not line.startswith("validate")]
         calls, _ = calls_of(lines)
-        self.assertTrue(trace.check_call(calls[0], "arm64"))
+        self.assertTrue(trace.check_call(calls[0]))
 
     def test_wrong_ssp_fails(self):
         lines = [line.replace(f"ssp={T + 8:#x}", f"ssp={T:#x}") for line in GOOD[:7]]
         calls, _ = calls_of(lines)
-        self.assertIn("not token + 8", trace.check_call(calls[0], "arm64")[0])
+        self.assertIn("not token + 8", trace.check_call(calls[0])[0])
+
+    def test_ssp_from_the_copy_thread_hook(self):
+        # x86's script reports the SSP at the alloc hook, not with the task.
+        x86 = [f"clone3_enter pid=5 size=96 token={T:#x} word={T + 9:#x}",
+               f"alloc pid=5 token={T:#x} ret={T + 8} ssp={T + 8:#x}",
+               f"validate pid=5 token={T:#x} ret=0",
+               f"newtask pid=5 new_pid=9 token={T:#x}",
+               f"clone3_exit pid=5 token={T:#x} ret=9"]
+        calls, _ = calls_of(x86)
+        self.assertEqual(trace.check_call(calls[0]), [])
+        calls, _ = calls_of([line.replace(f"ssp={T + 8:#x}", f"ssp={T:#x}") for line in x86])
+        self.assertIn("not token + 8", trace.check_call(calls[0])[0])
 
     def test_refusal_with_a_task_fails(self):
         lines = GOOD[7:10] + [f"newtask pid=5 new_pid=10 token={T:#x} ssp={T + 8:#x}"] + GOOD[10:11]
         calls, _ = calls_of(lines)
-        self.assertTrue(any("task was made" in p for p in trace.check_call(calls[0], "arm64")))
+        self.assertTrue(any("task was made" in p for p in trace.check_call(calls[0])))
 
     def test_guest_calls_must_be_the_traced_ones(self):
         events = trace.parse_trace(GOOD)
         seen = [(T, 0, "valid"), (T, -22, "reused"), (T - 1, -22, "misaligned")]
-        rows, problems = trace.check_token_calls(events, seen, "arm64")
+        rows, problems = trace.check_token_calls(events, seen)
         self.assertEqual(problems, [])
         self.assertEqual([r[3] for r in rows], ["pass"] * 3)
-        _, problems = trace.check_token_calls(events, seen[:2], "arm64")
+        _, problems = trace.check_token_calls(events, seen[:2])
         self.assertTrue(any("unexplained traced call" in p for p in problems), problems)
 
     def test_each_row_is_the_guests_call(self):
         events = trace.parse_trace(GOOD)
         seen = [(T, 0, "valid"), (T, -22, "reused"), (T - 1, -22, "misaligned")]
         # The guest saw a different return than the trace: that row fails.
-        rows, problems = trace.check_token_calls(events, [seen[0], (T, -14, "reused"), seen[2]],
-                                                 "arm64")
+        rows, problems = trace.check_token_calls(events, [seen[0], (T, -14, "reused"), seen[2]])
         self.assertEqual([r[3] for r in rows], ["pass", "fail", "pass"])
         self.assertTrue(any("the guest saw -14" in p for p in problems), problems)
 
@@ -74,7 +85,7 @@ class TraceTest(unittest.TestCase):
         # used to pass.
         lines = [line.replace(f"{T:#x}", "0x4a4ff8") for line in GOOD[7:11]]
         rows, problems = trace.check_token_calls(trace.parse_trace(lines),
-                                                 [(0x4a4ff8, -22, "normal")], "arm64")
+                                                 [(0x4a4ff8, -22, "normal")])
         self.assertEqual(rows[0][3], "fail")
         self.assertTrue(any("not shstk_validate_clone" in p for p in problems), problems)
 
@@ -91,8 +102,7 @@ class TraceTest(unittest.TestCase):
                 lines.append(f"alloc pid=5 token={tok:#x} ret=-22 ssp=0xffffffffffffffea")
             lines.append(f"clone3_exit pid=5 token={tok:#x} ret=-22")
             seen.append((tok, -22, name))
-        rows, problems = trace.check_token_calls(trace.parse_trace(lines), seen, "x86_64",
-                                                 False, "QEMU TCG does not emulate CET")
+        rows, problems = trace.check_token_calls(trace.parse_trace(lines), seen, False, "QEMU TCG does not emulate CET")
         self.assertEqual(problems, [])
         self.assertEqual([r[3] for r in rows], ["pass"] * 5 + ["skip"] * 4)
         self.assertTrue(all(r[4] == "QEMU TCG does not emulate CET" for r in rows[5:]))

@@ -5,26 +5,21 @@ No gdb here: these functions take plain integers, so tests/ checks them on
 the host without a VM.
 """
 
+from config import arches
+
 SLOT = 8
 
 # VMA flag bits by name, as the kernel's vma_flag_t enum numbers them; the
-# shadow stack bit is arch-specific (VM_HIGH_ARCH_5 on x86, _6 on arm64).
+# shadow stack bit is arch-specific (config/arches.ini vm_shadow_stack_bit).
 VMA_BITS = {"READ": 0, "WRITE": 1, "EXEC": 2, "SHARED": 3, "MAYREAD": 4, "MAYWRITE": 5,
             "MAYEXEC": 6, "MAYSHARE": 7, "GROWSDOWN": 8}
-SHADOW_STACK_BIT = {"x86_64": 32 + 5, "arm64": 32 + 6}
 
 
-# Where the kernel keeps "the CPU has user shadow stacks": (array, bits per
-# element, bit number).  x86: X86_FEATURE_USER_SHSTK (11*32+23) of the u32
-# boot_cpu_data.x86_capability[]; arm64: KERNEL_HWCAP_GCS, bit 32 of the
-# unsigned long elf_hwcap[] bitmap (HWCAP_GCS is 1 << 32).
-CPU_SHADOW_STACK = {"x86_64": ("boot_cpu_data.x86_capability", 32, 11 * 32 + 23),
-                    "arm64": ("elf_hwcap", 64, 32)}
-
-# The names a gdbstub gives the live user shadow stack pointer: QEMU's
-# GCSPR_EL0 (system registers feature); gdb's x86 CET feature calls it
-# pl3_ssp.
-SSP_REGISTERS = {"arm64": ("GCSPR_EL0",), "x86_64": ("pl3_ssp",)}
+def cpu_shadow_stack(arch):
+    """Where the kernel keeps "the CPU has user shadow stacks": (array, bits
+    per element, bit number), config/arches.ini cpu_shadow_stack."""
+    array, width, bit = arches.get(arch).cpu_shadow_stack.split()
+    return array, int(width), int(bit, 0)
 
 
 # X86_FEATURE_XSAVES: with it the kernel saves the compacted XSAVE format,
@@ -36,14 +31,15 @@ def cpu_feature_word(arch, feature=None):
     """(expression of the element, bit in it) that says whether the CPU has
     @feature (array, bits per element, bit), by default user shadow stacks,
     as the kernel recorded it at boot."""
-    array, width, bit = feature or CPU_SHADOW_STACK[arch]
+    array, width, bit = feature or cpu_shadow_stack(arch)
     return f"{array}[{bit // width}]", bit % width
 
 
 def live_ssp_register(arch, names):
     """The register among @names (what the gdbstub shows) that holds the live
     user shadow stack pointer, or None."""
-    return next((n for n in SSP_REGISTERS[arch] if n in names), None)
+    name = arches.get(arch).ssp_register
+    return name if name in names else None
 
 
 def expected_token(arch, addr):
@@ -135,7 +131,7 @@ def xsave_offset(feature, xcomp_bv, size, aligned, standard_offset):
 
 def vma_flags(flags, arch, shadow_stack_bit=None):
     """The flag names set in a VMA's vm_flags, "ss" for a shadow stack."""
-    ss_bit = SHADOW_STACK_BIT[arch] if shadow_stack_bit is None else shadow_stack_bit
+    ss_bit = arches.get(arch).vm_shadow_stack_bit if shadow_stack_bit is None else shadow_stack_bit
     names = [n.lower() for n, b in VMA_BITS.items() if flags >> b & 1]
     if flags >> ss_bit & 1:
         names.append("ss")
@@ -144,7 +140,7 @@ def vma_flags(flags, arch, shadow_stack_bit=None):
 
 def is_shadow_stack(flags, arch, shadow_stack_bit=None):
     """A writable shadow stack mapping: what clone3() requires of a token."""
-    ss_bit = SHADOW_STACK_BIT[arch] if shadow_stack_bit is None else shadow_stack_bit
+    ss_bit = arches.get(arch).vm_shadow_stack_bit if shadow_stack_bit is None else shadow_stack_bit
     return bool(flags >> ss_bit & 1) and bool(flags >> VMA_BITS["WRITE"] & 1)
 
 

@@ -9,8 +9,7 @@ import gdb
 
 from linux import mapletree, utils, xarray
 
-from shstk import decode
-from shstk.tasks import arch
+from shstk import archops, decode
 
 vma_ptr_type = utils.CachedType("struct vm_area_struct")
 
@@ -20,7 +19,7 @@ def shadow_stack_bit():
     try:
         return int(gdb.parse_and_eval("(int)VMA_SHADOW_STACK_BIT"))
     except gdb.error:
-        return decode.SHADOW_STACK_BIT[arch()]
+        return archops.ops().vm_shadow_stack_bit
 
 
 def _walk(enode, lo, hi, out):
@@ -79,7 +78,7 @@ def describe(v):
     verdict uses."""
     start, end, flags, _ = v
     bit = shadow_stack_bit()
-    names = decode.vma_flags(flags, arch(), bit)
+    names = decode.vma_flags(flags, archops.ops().name, bit)
     return {"start": start, "end": end, "size": end - start, "flags": flags,
             "perms": decode.perms(flags), "names": names,
-            "shadow_stack": decode.is_shadow_stack(flags, arch(), bit)}
+            "shadow_stack": decode.is_shadow_stack(flags, archops.ops().name, bit)}

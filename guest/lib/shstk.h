@@ -223,13 +223,122 @@ clone3_run(struct clone_args *args, size_t size,
 	return x0;
 }
 
+#elif defined(__riscv) && __riscv_xlen == 64
+
+#define SHSTK_ARCH_NAME		"riscv64"
+#define PR_SET_SHADOW_STACK_STATUS	75
+#define PR_SHADOW_STACK_ENABLE		(1UL << 0)
+
+static inline long raw_syscall6(long nr, long a1, long a2, long a3, long a4,
+				long a5, long a6)
+{
+	register long r_a7 asm("a7") = nr;
+	register long r_a0 asm("a0") = a1;
+	register long r_a1 asm("a1") = a2;
+	register long r_a2 asm("a2") = a3;
+	register long r_a3 asm("a3") = a4;
+	register long r_a4 asm("a4") = a5;
+	register long r_a5 asm("a5") = a6;
+
+	asm volatile ("ecall"
+		      : "+r"(r_a0)
+		      : "r"(r_a7), "r"(r_a1), "r"(r_a2), "r"(r_a3), "r"(r_a4),
+			"r"(r_a5)
+		      : "memory");
+	return r_a0;
+}
+
+/*
+ * The ssp CSR, by its number (0x011) so that any assembler takes it.  Only
+ * read it with shadow stacks enabled: with them off (envcfg.SSE clear) the
+ * read is an illegal instruction.
+ */
+static __attribute__((always_inline)) inline uint64_t read_ssp(void)
+{
+	uint64_t ssp;
+
+	asm volatile ("csrr %0, 0x11" : "=r"(ssp));
+	return ssp;
+}
+
+/* The token map_shadow_stack() writes: the address just above the slot. */
+static inline uint64_t shstk_expected_token(uint64_t token_addr)
+{
+	return token_addr + SHSTK_SLOT;
+}
+
+#define shstk_enable_raw() \
+	raw_syscall6(__NR_prctl, PR_SET_SHADOW_STACK_STATUS, PR_SHADOW_STACK_ENABLE, 0, 0, 0, 0)
+
+/* As the arm64 version; s3 says whether the ssp CSR may be read. */
+static __attribute__((always_inline)) inline long
+clone3_run(struct clone_args *args, size_t size,
+	   long (*fn)(void *arg, uint64_t ssp), void *arg)
+{
+	register long r_a7 asm("a7") = __NR_clone3;
+	register long r_a0 asm("a0") = (long)args;
+	register long r_a1 asm("a1") = (long)size;
+	register long r_s1 asm("s1") = (long)fn;
+	register long r_s2 asm("s2") = (long)arg;
+	register long r_s3 asm("s3") = shstk_enabled;
+
+	asm volatile ("ecall\n\t"
+		      "bnez a0, 1f\n\t"
+		      SHSTK_CHILD_LABEL
+		      "li a1, 0\n\t"
+		      "beqz s3, 2f\n\t"
+		      "csrr a1, 0x11\n"
+		      "2:\n\t"
+		      "beqz s2, 3f\n\t"
+		      "sd a1, 0(s2)\n"
+		      "3:\n\t"
+		      "li a0, 0\n\t"
+		      "beqz s1, 4f\n\t"
+		      "addi sp, sp, -256\n\t"
+		      "andi sp, sp, -16\n\t"
+		      "mv a0, s2\n\t"
+		      "jalr s1\n"
+		      "4:\n\t"
+		      "li a7, %[nr_exit]\n\t"
+		      "ecall\n\t"
+		      "unimp\n"
+		      "1:\n\t"
+		      SHSTK_PARENT_LABEL
+		      : "+r"(r_a0), "+r"(r_a1)
+		      : "r"(r_a7), "r"(r_s1), "r"(r_s2), "r"(r_s3),
+			[nr_exit] "i"(__NR_exit)
+		      : "ra", "memory");
+	return r_a0;
+}
+
 #else
-#error "shstk-lab guest programs support x86_64 and arm64"
+#error "shstk-lab guest programs support x86_64, arm64 and riscv64 (config/arches.ini)"
 #endif
 
 static inline long raw_syscall(long nr, long a1, long a2, long a3)
 {
 	return raw_syscall6(nr, a1, a2, a3, 0, 0, 0);
+}
+
+/*
+ * The word at @addr of this process, read through /proc/self/mem rather
+ * than loaded: a task with its shadow stack off cannot load from a shadow
+ * stack page on riscv (with SSE clear the PTE encoding is reserved, and
+ * Linux 7.3 retries that fault forever), and the programs read tokens from
+ * both sides of enabling.  ~0 (never a token) if it cannot be read.
+ */
+static inline uint64_t shstk_peek(uint64_t addr)
+{
+	static long fd = -1;
+	uint64_t v;
+
+	if (fd < 0)
+		fd = raw_syscall(__NR_openat, -100 /* AT_FDCWD */, (long)"/proc/self/mem",
+				 00 /* O_RDONLY */ | 02000000 /* O_CLOEXEC */);
+	if (fd < 0 || raw_syscall6(__NR_pread64, fd, (long)&v, sizeof(v), (long)addr, 0, 0) !=
+	    sizeof(v))
+		return ~0ULL;
+	return v;
 }
 
 static inline __attribute__((noreturn)) void raw_exit(int code)

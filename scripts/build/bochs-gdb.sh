@@ -41,7 +41,7 @@ build() {
 	git apply -p1 "$PATCH" || die "$PATCH does not apply to Debian's bochs source"
 	# Debian's feature set (debian/rules), with the gdbstub instead of the
 	# internal debugger, and no GUI toolkit but rfb.
-	tb env CC=gcc-14 CXX=g++-14 ./configure --prefix="$DIR/install" --with-rfb --with-nogui \
+	tb env CC="$SHSTK_HOST_CC" CXX="$SHSTK_HOST_CXX" ./configure --prefix="$DIR/install" --with-rfb --with-nogui \
 		--enable-gdb-stub --enable-x86-64 --enable-cpu-level=6 --enable-cet \
 		--enable-avx --enable-evex --enable-amx --enable-protection-keys --enable-uintr \
 		--enable-vmx=2 --enable-svm --enable-3dnow --enable-x86-debugger \

@@ -5,10 +5,13 @@ guest's architecture, statically linked (the guest has no libraries).
 
   elfcheck.py FILE ARCH      exit 0 if fine, else one line saying why
 """
+import os
 import struct
 import sys
 
-MACHINES = {"x86_64": 62, "arm64": 183}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from config import arches  # noqa: E402
+
 PT_INTERP = 3
 
 
@@ -24,12 +27,16 @@ def check(path, arch):
     if data[4] != 2 or data[5] != 1:
         return "not a 64-bit little-endian ELF file"
     e_type, e_machine = struct.unpack_from("<HH", data, 16)
-    want = MACHINES.get(arch)
-    if want is None:
-        return f"unknown ARCH {arch!r}"
-    if e_machine != want:
-        names = {v: k for k, v in MACHINES.items()}
-        return f"built for {names.get(e_machine, 'machine %d' % e_machine)}, not {arch}"
+    try:
+        want = arches.get(arch)
+    except arches.UnknownArch as e:
+        return str(e)
+    if e_machine != want.elf_machine:
+        try:
+            built_for = arches.by_field("elf_machine", e_machine).name
+        except arches.UnknownArch:
+            built_for = f"machine {e_machine}"
+        return f"built for {built_for}, not {want.name}"
     if e_type not in (2, 3):
         return "not an executable"
     e_phoff, = struct.unpack_from("<Q", data, 32)

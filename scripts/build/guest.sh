@@ -31,7 +31,8 @@ SRC=$SHSTK_PATCHED_SRC
 SEL=$SRC/tools/testing/selftests
 GUEST=$SHSTK_CACHE/guest/$ARCH
 HDR=$KBUILD_DIR/usr/include
-CC=${CROSS_COMPILE}gcc-14
+CC=$ARCH_CC
+read -ra ARCH_CFLAGS <<<"$(arch_fact "$ARCH" guest_cflags)"
 [ -d "$HDR/linux" ] || die "no kernel headers in $HDR: build the kernel first (make kernel ARCH=$ARCH)"
 mkdir -p "$GUEST/bin" "$GUEST/ksft" "$GUEST/include"
 # The gdb scenario's cases, for guest/shstk_gdb.c, from their one
@@ -50,7 +51,7 @@ suite() {
 build_ours() {
 	local name=$1 file=$2 out=$GUEST/bin/$1
 	mkdir -p "$(dirname "$out")"
-	tb "$CC" -static -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror \
+	tb "$CC" -static -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror "${ARCH_CFLAGS[@]}" \
 		-isystem "$HDR" -I"$SHSTK_TOP/guest" -I"$GUEST/include" -o "$out" "$SHSTK_TOP/guest/$file" ||
 		die "compiling guest/$file for $ARCH failed"
 }
@@ -63,6 +64,15 @@ build_kselftests() {
 	exec 9>"$SHSTK_CACHE/src/selftests.lock"
 	flock 9
 	kmake -s INSTALL_HDR_PATH="$SRC/usr" headers_install >/dev/null || die "installing $ARCH kernel headers for the selftests failed"
+	# The selftests' make rebuilds a program when its .c changes, not when
+	# a header the series changes does (ksft_shstk.h, clone3_selftests.h):
+	# built from another series (or compiler), they are built afresh.
+	local tree stamp=$GUEST/ksft/.shstk-tree
+	tree="$(cat "$SRC/.shstk-series") $CC"
+	if [ "$(cat "$stamp" 2>/dev/null)" != "$tree" ]; then
+		rm -rf "$GUEST/ksft"
+		mkdir -p "$GUEST/ksft"
+	fi
 	for t in "${names[@]}"; do
 		dir=${t%/*} target=${t##*/}
 		mkdir -p "$GUEST/ksft/$dir"
@@ -80,6 +90,7 @@ build_kselftests() {
 			"$GUEST/ksft/arm64/gcs/gcs-stress-thread" >>"$GUEST/ksft/build.log" 2>&1 ||
 			die "building gcs-stress-thread failed"
 	fi
+	echo "$tree" >"$stamp"
 	flock -u 9
 }
 
@@ -114,7 +125,11 @@ busybox
 	echo "nod /dev/console 0600 0 0 c 5 1"
 	echo "file /bin/busybox $BUSYBOX 0755 0 0"
 	echo "file /init $SHSTK_TOP/guest/init.sh 0755 0 0"
+	echo "file /tests/arch.env $GUEST/arch.env 0644 0 0"
 } >"$list"
+# What the guest's init needs from the arch table.
+printf 'SHSTK_CPUINFO_FIELD=%s\nSHSTK_CPUINFO_FLAG=%s\n' \
+	"$(arch_fact "$ARCH" cpuinfo_field)" "$(arch_fact "$ARCH" cpuinfo_flag)" >"$GUEST/arch.env"
 
 if [ -n "$prog" ]; then
 	echo "dir /tests/user 0755 0 0" >>"$list"
@@ -152,14 +167,22 @@ else
 	cat "$list.files" >>"$list"
 	rm -f "$list.files"
 fi
-# The bpftrace scripts, each with its arch part (NAME.ARCH.bt) appended.
+# The bpftrace scripts, each with its arch part (NAME.ARCH.bt) appended: a
+# script with parts for other arches and none for this one would attach to
+# nothing here, so that stops the build.
 echo "dir /trace 0755 0 0" >>"$list"
 mkdir -p "$GUEST/trace"
+arches=" $(arch_names --all | paste -sd' ') "
 for bt in "$SHSTK_TOP"/trace/*.bt; do
-	case "$bt" in *.x86_64.bt | *.arm64.bt) continue ;; esac
+	part=${bt%.bt}
+	[[ $arches != *" ${part##*.} "* ]] || continue
 	name=$(basename "$bt")
 	cat "$bt" >"$GUEST/trace/$name"
-	[ ! -f "${bt%.bt}.$ARCH.bt" ] || cat "${bt%.bt}.$ARCH.bt" >>"$GUEST/trace/$name"
+	if [ -f "$part.$ARCH.bt" ]; then
+		cat "$part.$ARCH.bt" >>"$GUEST/trace/$name"
+	elif compgen -G "$part.*.bt" >/dev/null; then
+		die "trace/$name has arch parts, but none for $ARCH (trace/${name%.bt}.$ARCH.bt)"
+	fi
 	echo "file /trace/$name $GUEST/trace/$name 0644 0 0" >>"$list"
 done
 echo "file /tests/list $tests 0644 0 0" >>"$list"

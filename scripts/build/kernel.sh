@@ -117,7 +117,7 @@ release=$(kmake -s kernelrelease)
 	echo "source: $(cat "$SRC/.shstk-kernel-version")"
 	echo "series: $(git -C "$SRC" rev-list --count shstk-base..HEAD) patches, head $(git -C "$SRC" rev-parse --short HEAD)"
 	echo "release: $release"
-	echo "compiler: $(tb "${CROSS_COMPILE}gcc-14" --version | head -n1)"
+	echo "compiler: $(tb "$ARCH_CC" --version | head -n1)"
 	echo "variant: ${SHSTK_KCONFIG_VARIANT:-default}"
 } >"$KBUILD_DIR/shstk-build.txt"
 echo "$inputs" >"$KBUILD_DIR/.shstk-inputs"

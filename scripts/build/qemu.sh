@@ -41,7 +41,7 @@ CONFIGURE=(--target-list=x86_64-softmmu --without-default-features
 	--enable-tcg --enable-virtfs --enable-attr --enable-cap-ng
 	--enable-fdt=system --disable-install-blobs --disable-docs
 	--disable-werror --disable-tools --disable-guest-agent --disable-debug-info
-	--cc=gcc-14 --cxx=g++-14 --host-cc=gcc-14)
+	--cc="$SHSTK_HOST_CC" --cxx="$SHSTK_HOST_CXX" --host-cc="$SHSTK_HOST_CC")
 
 git_src() { git -C "$SRC" -c user.name=shstk-lab -c user.email=shstk-lab@localhost "$@"; }
 

@@ -22,19 +22,24 @@ ROOT=$TB/root
 # scripts/build-qemu.sh); the ones
 # listed in BACKPORTS come from trixie-backports (QEMU 11.1, gdb 18 and the
 # libelf that gdb 18 needs).
+# Each architecture's compiler, libraries and QEMU come from its entry in
+# config/arches.ini (packages, qemu_package); a package named PKG/forky
+# comes from forky, with what it needs from there (apt says "because of").
 PKGS=(
-	gcc-14 gcc-14-aarch64-linux-gnu libc6-dev libc6-dev-arm64-cross
-	binutils binutils-aarch64-linux-gnu make bc bison flex cpio kmod
+	"$SHSTK_HOST_CC" "$SHSTK_HOST_CXX" libc6-dev binutils make bc bison flex cpio kmod
 	python3 libssl-dev dwarves xz-utils zstd rsync git ca-certificates
 	bochs bochsbios vgabios bochs-term isolinux syslinux-common xorriso
 	e2fsprogs
 	virtme-ng udev
-	libcap-dev libcap-dev:arm64
-	g++-14
 	libglib2.0-dev libpixman-1-dev libfdt-dev libattr1-dev libcap-ng-dev
 	meson ninja-build python3-venv pkg-config
 )
-BACKPORTS=(qemu-system-arm qemu-system-x86 qemu-system-data gdb-multiarch libelf-dev)
+BACKPORTS=(qemu-system-data gdb-multiarch libelf-dev)
+for a in $(arch_names --all); do
+	read -ra more <<<"$(arch_fact "$a" packages)"
+	PKGS+=("${more[@]}")
+	BACKPORTS+=("$(arch_fact "$a" qemu_package)")
+done
 
 want=$(printf '%s\n' "${PKGS[@]}" -- "${BACKPORTS[@]}" | sha256sum | cut -c1-16)
 stamp=$ROOT/.shstk-toolbox
@@ -86,14 +91,27 @@ build_root() {
 		debootstrap --variant=minbase trixie "$new" "$mirror" >"$TB/debootstrap.log" 2>&1 ||
 			die "debootstrap failed; see $TB/debootstrap.log"
 	fi
+	# forky, pinned below everything else, only for what an arch's
+	# packages name as PKG/forky (riscv64's gcc 15, see config/arches.ini)
+	# and what those need; its Release may be past its Valid-Until here.
 	cat >"$new/etc/apt/sources.list" <<SRC
 deb $mirror trixie main
 deb $mirror trixie-backports main
+deb $mirror forky main
 SRC
+	cat >"$new/etc/apt/preferences.d/shstk-forky" <<PIN
+Package: *
+Pin: release n=forky
+Pin-Priority: 50
+PIN
+	echo 'Acquire::Check-Valid-Until "false";' >"$new/etc/apt/apt.conf.d/99shstk-valid-until"
 	# The chroot needs name resolution to reach the mirror.
 	cp /etc/resolv.conf "$new/etc/resolv.conf"
 	in_root() { "$SHSTK_TOP/scripts/tools/tb" --root "$new" --raw "$@"; }
-	in_root dpkg --add-architecture arm64
+	local deb
+	for deb in $(deb_arches); do
+		[ "$deb" = amd64 ] || in_root dpkg --add-architecture "$deb"
+	done
 	in_root apt-get -q update >>"$TB/debootstrap.log" 2>&1 || die "apt-get update in the toolbox failed"
 	DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q --no-install-recommends \
 		"${PKGS[@]}" >>"$TB/debootstrap.log" 2>&1 ||
@@ -101,6 +119,10 @@ SRC
 	DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q --no-install-recommends \
 		-t trixie-backports "${BACKPORTS[@]}" >>"$TB/debootstrap.log" 2>&1 ||
 		die "installing the toolbox backports failed; see $TB/debootstrap.log"
+	# What came from forky, for the record.
+	in_root apt list --installed 2>/dev/null | grep -E '/(forky|testing)' >"$TB/from-forky.txt" || true
+	[ ! -s "$TB/from-forky.txt" ] ||
+		msg "from forky: $(cut -d/ -f1 "$TB/from-forky.txt" | paste -sd' ') (see $TB/from-forky.txt)"
 	in_root apt-get clean
 	echo "$want" >"$new/.shstk-toolbox"
 	if [ "$new" != "$ROOT" ]; then

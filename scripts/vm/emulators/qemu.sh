@@ -26,7 +26,10 @@
 #     EMU_RESULTS_DEV     the guest's device for the results channel
 #     EMU_ROOTFS_DEV      what the guest mounts the bpftrace root filesystem
 #                         from (guest/init.sh shstk.rootfs=)
-#     EMU_CMDLINE         kernel parameters this emulator needs
+#     EMU_CMDLINE         kernel parameters this emulator needs, and
+#                         settings for the guest programs (VAR=value) that
+#                         suit it; vm/boot.sh puts the run's own after them,
+#                         and for the same VAR the later one wins
 #   emu_build_command  (optional) sets EMU_BUILD_CMD to the command that
 #                  builds this emulator for $ARCH when it is the project's
 #                  own build (empty when there is nothing to build): make
@@ -77,17 +80,13 @@ emu_declare() {
 	EMU_RESULTS_DEV=/dev/hvc0
 	EMU_ROOTFS_DEV=9p
 	EMU_CMDLINE=
+	# The arch's register, from config/arches.ini; x86's stock QEMU has none.
+	EMU_SSP_REGISTER=$(arch_fact "$ARCH" ssp_register)
+	EMU_NO_SHSTK_WHY=
 	EMU_XSTATE_FORMAT=
-	case "$ARCH" in
-	arm64)
-		EMU_SSP_REGISTER=GCSPR_EL0
-		EMU_NO_SHSTK_WHY=
-		;;
-	x86_64)
+	if [ "$ARCH" = x86_64 ]; then
 		case "$QEMU_VARIANT" in
 		patched)
-			EMU_SSP_REGISTER=pl3_ssp
-			EMU_NO_SHSTK_WHY=
 			EMU_XSTATE_FORMAT=compacted
 			;;
 		*)
@@ -96,25 +95,26 @@ emu_declare() {
 			EMU_XSTATE_FORMAT=standard
 			;;
 		esac
-		;;
-	*) die "EMU=qemu: no QEMU setup for ARCH=$ARCH" ;;
-	esac
+	fi
 }
 
 emu_command() {
+	local qemu virtio
 	# shellcheck disable=SC2034  # read by vm/boot.sh
 	EMU_MATCH=$OUT/console.log
-	case "$ARCH" in
-	arm64)
-		EMU_CMD=(qemu-system-aarch64 -M virt -cpu max -smp "$EMU_SMP" -m 1G
-			-device virtio-serial-device)
-		;;
-	x86_64)
+	qemu=("$(arch_fact "$ARCH" qemu)")
+	if [ "$ARCH" = x86_64 ]; then
 		qemu_x86_select
-		EMU_CMD=("${QEMU_X86[@]}" -M q35 -cpu max -smp "$EMU_SMP" -m 1G
-			-device virtio-serial-pci)
-		;;
+		qemu=("${QEMU_X86[@]}")
+	fi
+	# virtio devices: "-pci" on a PCI machine, "-device" on virtio-mmio.
+	case "$(arch_fact "$ARCH" virtio)" in
+	pci) virtio=pci ;;
+	mmio) virtio=device ;;
+	*) die "config/arches.ini: virtio for $ARCH must be pci or mmio" ;;
 	esac
+	EMU_CMD=("${qemu[@]}" -M "$(arch_fact "$ARCH" qemu_machine)" -cpu "$(arch_fact "$ARCH" qemu_cpu)"
+		-smp "$EMU_SMP" -m 1G -device "virtio-serial-$virtio")
 	# shellcheck disable=SC2054  # commas inside QEMU option values
 	EMU_CMD+=(-kernel "$KERNEL" -initrd "$INITRD" -append "$KERNEL_CMDLINE"
 		-nodefaults -display none -monitor none -no-reboot
@@ -123,10 +123,8 @@ emu_command() {
 		-device virtconsole,chardev=results)
 	if [ -n "${SHSTK_ROOTFS:-}" ]; then
 		# The bpftrace root filesystem, read-only over 9p (mount tag "rootfs").
-		local dev=virtio-9p-pci
-		[ "$ARCH" = arm64 ] && dev=virtio-9p-device
 		EMU_CMD+=(-fsdev "local,id=rootfs,path=$SHSTK_ROOTFS,security_model=none,readonly=on"
-			-device "$dev,fsdev=rootfs,mount_tag=rootfs")
+			-device "virtio-9p-$virtio,fsdev=rootfs,mount_tag=rootfs")
 	fi
 	if [ -n "${GDB_PORT:-}" ]; then
 		# Paused at the first instruction until gdb continues it.
