@@ -53,7 +53,7 @@ help:
 	@echo "                            (x86: then the XSAVE state stress, XSAVE_SECONDS=60)"
 	@echo "  make bench                measured figures on this machine -> docs/bench.md"
 	@echo "  make check-series         git am the series onto the pristine tree, checkpatch it"
-	@echo "  make toolbox              make the trixie toolbox (QEMU 11, gdb 18, gcc 14)"
+	@echo "  make toolbox              make the trixie toolbox (QEMU 11, gdb 18, gcc 14; gcc 15 for riscv64)"
 	@echo "In progress, only with ARCH= given: $(or $(ARCHES_IN_PROGRESS),none) (config/arches.ini says what is missing)"
 	@echo "Cache: $${SHSTK_CACHE:-~/.cache/shstk-lab} (set SHSTK_CACHE to move it)"
 
