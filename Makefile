@@ -8,8 +8,9 @@
 
 ARCH ?=
 EMU ?= qemu
-# QEMU=patched|stock: the x86_64 QEMU, the project's build (patches/qemu/)
-# or the toolbox's Debian one; scripts/vm/emulators/qemu.sh holds the default.
+# QEMU=patched|stock: the x86_64 and riscv64 QEMU, the project's build
+# (patches/qemu/) or the toolbox's Debian one; scripts/vm/emulators/qemu.sh
+# holds the default.
 QEMU ?=
 ifneq ($(QEMU),)
 export SHSTK_QEMU := $(QEMU)
@@ -43,9 +44,10 @@ help:
 	@echo "                            its verdicts compared with QEMU's)"
 	@echo "  make kernel [ARCH=]       build the patched kernel (incremental, in the cache)"
 	@echo "  BASELINE=1                with kernel/run/smoke: the pristine kernel, for A/B"
-	@echo "  QEMU=patched|stock        x86_64 under QEMU: the project's QEMU (patches/qemu/: XSAVES"
-	@echo "                            and CET shadow stacks in TCG, built in the cache; the"
-	@echo "                            default) or Debian's (stock: no CET, refusal paths only)"
+	@echo "  QEMU=patched|stock        x86_64, riscv64 under QEMU: the project's QEMU (patches/qemu/:"
+	@echo "                            XSAVES and CET shadow stacks in TCG, riscv shadow stack pages"
+	@echo "                            readable; built in the cache; the default) or Debian's"
+	@echo "                            (stock: x86 without CET, refusal paths only)"
 	@echo "  make debug ARCH= [EMU=]   emulator paused + gdb with the kernel's and shstk-lab's helpers"
 	@echo "  make gdb-check [ARCH=] [EMU=]  scripted, checked gdb step-through of clone3 with a token"
 	@echo "  make trace [ARCH=] [SCRIPT=] [PROG=]  bpftrace in the guest, its log checked"

@@ -84,8 +84,24 @@ def what_this_shows():
     return lines + archops.ops().notes()
 
 
+def one_stop_per_call(bp):
+    """A new breakpoint stops once per call (archops.keep_described_locations),
+    and the session says which location it left out."""
+    from shstk import archops
+    try:
+        dropped = archops.keep_described_locations(bp)
+    except (gdb.error, RuntimeError) as e:
+        gdb.write(f"shstk: breakpoint {bp.number}: locations not checked ({e})\n")
+        return
+    for addr in dropped:
+        gdb.write(f"shstk: breakpoint {bp.number}: location {addr:#x} disabled: it has no "
+                  f"debug info (ftrace NOPs before the function), the call stops at the "
+                  f"described one\n")
+
+
 def main():
     session.attach()
+    gdb.events.breakpoint_created.connect(one_stop_per_call)
     comm = os.environ.get("SHSTK_COMM", "shstk_gdb")
     gdb.execute("shstk-context on")
     gdb.execute(f'break copy_thread if $_streq($shstk_comm(), "{comm}")')

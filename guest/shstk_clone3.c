@@ -48,6 +48,7 @@ struct report {
 	volatile int fd;		/* pipe to block on (memory case) */
 	volatile int *go;		/* start flag (race case) */
 	struct clone_args *args;	/* clone3 args for a grandchild (race) */
+	volatile uint64_t addr;		/* word to load (plain load case) */
 };
 
 enum verdict { PASS, FAIL, SKIP };
@@ -60,6 +61,7 @@ struct shstk_case {
 };
 
 static struct report *reports;		/* MEM_THREADS entries, shared */
+static bool cpu_shstk;			/* the CPU offers user shadow stacks */
 static char skip_reason[256];
 static char run_skip_reason[256];	/* why a case's run() returned SKIP */
 
@@ -123,6 +125,15 @@ static long child_block(void *arg, uint64_t ssp)
 	char c;
 
 	raw_syscall(__NR_read, r->fd, (long)&c, 1);
+	return 0;
+}
+
+/* One ordinary load of the word at r->addr. */
+static long child_load(void *arg, uint64_t ssp)
+{
+	struct report *r = arg;
+
+	r->value = *(volatile long *)r->addr;
 	return 0;
 }
 
@@ -983,6 +994,69 @@ static enum verdict race_same_token_one_wins(void)
 	return PASS;
 }
 
+/*
+ * 10: an ordinary load from a shadow stack page, by a thread without shadow
+ * stacks enabled.  Every architecture lets plain loads read shadow stack
+ * memory; on riscv the page type depends on menvcfg.SSE only, not on the
+ * thread's senvcfg.SSE (privileged spec, "Shadow Stack Memory Protection").
+ * An emulator that faults there instead makes the thread loop for ever, the
+ * kernel finding the PTE fine and retrying, so the load runs in a CLONE_VM
+ * child and the caller waits a bounded time.
+ */
+#define LOAD_WAIT_MS	5000
+
+/* Minor faults of @pid so far (field 10 of /proc/PID/stat), or -1. */
+static long minor_faults(long pid)
+{
+	char path[64], buf[512], *p;
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (f && fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %lu", &n);
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static enum verdict plain_load_of_shstk_page_without_shstk(void)
+{
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	int status = 0, ms;
+	long pid, faults;
+
+	if (!token && !cpu_shstk)
+		SKIP_CASE("map_shadow_stack() fails: the CPU has no user shadow stack");
+	CHECK(token, "map_shadow_stack failed on a CPU with shadow stacks");
+	r->addr = token;
+	pid = start_child(CLONE_VM, 0, CLONE_ARGS_SIZE_VER3, child_load, r);
+	CHECK(pid > 0, "clone3 returned %ld", pid);
+	for (ms = 0; ms < LOAD_WAIT_MS; ms += 10) {
+		if (waitpid(pid, &status, __WALL | WNOHANG) == pid)
+			break;
+		usleep(10000);
+	}
+	if (ms >= LOAD_WAIT_MS) {
+		faults = minor_faults(pid);
+		kill(pid, SIGKILL);
+		reap(pid);
+		CHECK(ms < LOAD_WAIT_MS,
+		      "the load did not finish in %d ms, %ld minor faults: a fault retried for ever",
+		      LOAD_WAIT_MS, faults);
+	}
+	ktap_diag("loaded %#lx from the token at %#lx in %d ms", (long)r->value,
+		  (long)token, ms);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child ended with status %#x",
+	      status);
+	CHECK((uint64_t)r->value == shstk_expected_token(token),
+	      "read %#lx, expected the token %#lx", (long)r->value,
+	      (long)shstk_expected_token(token));
+	return PASS;
+}
+
 /* The one list of cases, in the order they run. */
 static const struct shstk_case cases[] = {
 	{ "caller_without_shstk_einval", false, true, caller_without_shstk_einval },
@@ -991,6 +1065,8 @@ static const struct shstk_case cases[] = {
 	{ "size_ver2_ignores_token", false, true, size_ver2_ignores_token },
 	{ "size_ver3_reads_token", false, true, size_ver3_reads_token },
 	{ "size_larger_nonzero_tail_e2big", false, true, size_larger_nonzero_tail_e2big },
+	{ "plain_load_of_shstk_page_without_shstk", false, true,
+	  plain_load_of_shstk_page_without_shstk },
 	{ "misaligned_token_einval", false, false, misaligned_token_einval },
 	{ "token_consumed_child_on_new_stack", true, false, token_consumed_child_on_new_stack },
 	{ "child_nested_calls", true, false, child_nested_calls },
@@ -1066,10 +1142,10 @@ int main(void)
 {
 	const char *why = getenv("SHSTK_LAB_NO_SHSTK_WHY");
 	size_t i, n = ARRAY_SIZE(cases);
-	bool cpu = cpu_has_shstk();
 
+	cpu_shstk = cpu_has_shstk();
 	ktap_plan(n);
-	ktap_diag("arch %s, cpu shadow stack: %s", SHSTK_ARCH_NAME, cpu ? "yes" : "no");
+	ktap_diag("arch %s, cpu shadow stack: %s", SHSTK_ARCH_NAME, cpu_shstk ? "yes" : "no");
 	reports = mmap(NULL, MEM_THREADS * sizeof(*reports), PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (reports == MAP_FAILED) {
@@ -1082,7 +1158,7 @@ int main(void)
 			run_case(&cases[i]);
 
 	shstk_enabled = shstk_enable();
-	if (!cpu)
+	if (!cpu_shstk)
 		snprintf(skip_reason, sizeof(skip_reason), "CPU has no user shadow stack%s%s%s",
 			 why ? " (" : "", why ? why : "", why ? ")" : "");
 	else if (!shstk_enabled)
@@ -1093,7 +1169,7 @@ int main(void)
 		if (cases[i].before_enable)
 			continue;
 		/* The CPU has shadow stacks but they could not be enabled: a failure. */
-		if (cases[i].needs_shstk && cpu && !shstk_enabled) {
+		if (cases[i].needs_shstk && cpu_shstk && !shstk_enabled) {
 			ktap_diag("%s", skip_reason);
 			ktap_result(0, cases[i].name, NULL);
 			continue;

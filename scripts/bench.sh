@@ -135,7 +135,7 @@ S=$SHSTK_TOP/scripts
 	echo "Wall times in seconds: medians of $runs runs ($((runs + 2)) for QEMU boots and the"
 	echo "virtme-ng comparison), one cold build per arch.  The first test output is timed"
 	echo "from the emulator's start (vm.json).  x86_64 runs under the project's QEMU"
-	echo "($("$S/build/qemu.sh" --info 2>/dev/null), CET in TCG) by default and"
+	echo "($("$S/build/qemu.sh" --info x86_64 2>/dev/null), CET in TCG) by default and"
 	echo "under Debian's with QEMU=stock, whose TCG has no CET: there the run exercises"
 	echo "the refusal paths only.  Every run's output is in out/bench.log."
 } | tee "$table"

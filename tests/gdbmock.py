@@ -208,6 +208,9 @@ class State:
         self.current_task = None    # what linux.cpus.get_current_task returns
         self.tasks_by_pid = {}
         self.breakpoints = []       # every gdb.Breakpoint made
+        self.described = set()      # code addresses the debug info covers
+        self.locations = {}         # breakpoint spec -> the addresses it resolves to
+        self.convenience = {}       # gdb.set_convenience_variable's
         self.parameters = {"style enabled": False}
 
 
@@ -252,6 +255,13 @@ def lookup_type(name):
     return STATE.types.get(name) or Type(name)
 
 
+def STATE_setter(attr):
+    """A gdb function that stores into the current STATE's dict @attr."""
+    def store(name, value):
+        getattr(STATE, attr)[name] = value
+    return store
+
+
 def _gdb_module():
     gdb = types.ModuleType("gdb")
     gdb.error, gdb.MemoryError, gdb.GdbError = error, MemoryError, GdbError
@@ -272,6 +282,9 @@ def _gdb_module():
     gdb.lookup_type = lookup_type
     gdb.breakpoints = lambda: []
     gdb.parameter = lambda name: STATE.parameters.get(name)
+    gdb.find_pc_line = lambda pc: types.SimpleNamespace(
+        pc=pc, symtab="file.c" if pc in STATE.described else None)
+    gdb.set_convenience_variable = STATE_setter("convenience")
 
     class Event:
         def __init__(self):
@@ -288,6 +301,9 @@ def _gdb_module():
     class Breakpoint:
         def __init__(self, spec, type=1, internal=False):
             self.spec, self.type = spec, type
+            # What gdb resolved the spec to: the test's, one address each.
+            self.locations = [types.SimpleNamespace(address=a, enabled=True)
+                              for a in STATE.locations.get(spec, ())]
             STATE.breakpoints.append(self)
 
         def delete(self):

@@ -100,6 +100,49 @@ class HandlerTest(unittest.TestCase):
         self.assertIn("Cannot access memory", steps[0]["error"])
         self.assertEqual((steps[1]["step"], steps[1]["verdict"]), ("path", "pass"))
 
+    def test_a_user_mode_stop_without_kernel_reads_is_told_by_address_space(self):
+        # riscv: QEMU's gdbstub cannot read kernel memory while the CPU is
+        # in user mode, so the task's comm is out of reach; satp says whose.
+        satp_ppn = 0x81234
+        for recorded, satp, ours in ((satp_ppn, satp_ppn | 9 << 44, True),
+                                     (satp_ppn, 0x80000, False), (None, satp_ppn, False)):
+            with self.subTest(recorded=recorded, satp=hex(satp)):
+                run = self.run_for("riscv64")
+                run.address_space = recorded
+                gdbmock.STATE.current_task = gdbmock.pointer(0xff60000000001000, "task_struct")
+                gdbmock.STATE.symbols["(unsigned long)$satp"] = satp
+                stop = self.cc.Stop(run, "child", "*shstk_child_entry")
+                self.assertEqual(stop.stop(), ours)
+                self.assertEqual(run.hits, ["child"] if ours else [])
+                said = "".join(gdbmock.STATE.out)
+                self.assertEqual("could not tell whose stop this is" in said, recorded is None)
+
+    def test_one_stop_per_call_where_the_elf_symbol_precedes_the_debug_info(self):
+        run = self.run_for("riscv64")
+        gdbmock.STATE.locations["__riscv_sys_clone3"] = (0x8001e958, 0x8001e960)
+        gdbmock.STATE.described = {0x8001e960}
+        stop = self.cc.Stop(run, "entry", "__riscv_sys_clone3")
+        self.assertEqual([(loc.address, loc.enabled) for loc in stop.locations],
+                         [(0x8001e958, False), (0x8001e960, True)])
+        # Nothing described, or one location only: all stay on.
+        gdbmock.STATE.described = set()
+        stop = self.cc.Stop(run, "entry", "__riscv_sys_clone3")
+        self.assertTrue(all(loc.enabled for loc in stop.locations))
+
+    def test_syscall_args_from_the_argument_register_where_the_frame_names_none(self):
+        self.run_for("riscv64")          # the mock, reset for riscv64
+        regs = gdbmock.pointer(0xff600000014b3ee0, "pt_regs")
+        gdbmock.STATE.symbols["(struct pt_regs *)$a0"] = regs
+
+        def field(name, value):
+            def read():
+                self.assertIs(gdbmock.STATE.convenience["shstk_regs"], regs)
+                return value
+            return read
+        gdbmock.STATE.symbols["$shstk_regs->orig_a0"] = field("orig_a0", 0x7fffffff1000)
+        gdbmock.STATE.symbols["$shstk_regs->a1"] = field("a1", 96)
+        self.assertEqual(self.cc.ops().syscall_args(), [0x7fffffff1000, 96])
+
     def test_run_case_fails_a_wrong_path(self):
         # With a shadow stack, no_token must reach arch_shstk_validate_clone.
         run = self.run_for("arm64", shstk_on=True)

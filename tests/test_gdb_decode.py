@@ -18,6 +18,9 @@ class TokenTest(unittest.TestCase):
     def test_expected_tokens(self):
         self.assertEqual(decode.expected_token("x86_64", 0x7f0000000ff8), 0x7f0000001001)
         self.assertEqual(decode.expected_token("arm64", 0xffff8c962ff8), 0xffff8c962001)
+        self.assertEqual(decode.expected_token("riscv64", 0x3ff7a3fff8), 0x3ff7a40000)
+        with self.assertRaisesRegex(ValueError, "mips"):
+            decode.expected_token("mips", 0x1000)
 
     def test_verdicts(self):
         a = 0xffffab20aff8

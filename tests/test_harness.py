@@ -58,17 +58,35 @@ class CacheDirTest(unittest.TestCase):
 class BackendTest(unittest.TestCase):
     """What scripts/vm/emulators/*.sh declare, as make test sees them."""
 
-    def emu(self, script, env=None):
-        r = subprocess.run(["bash", "-c", ". scripts/lib.sh; arch_vars x86_64; " + script], cwd=TOP,
+    def emu(self, script, env=None, arch="x86_64"):
+        r = subprocess.run(["bash", "-c", f". scripts/lib.sh; arch_vars {arch}; " + script], cwd=TOP,
                            env={**os.environ, **(env or {})}, capture_output=True, text=True,
                            timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout.split()
 
     def test_only_the_patched_qemu_is_built(self):
-        show = 'EMU_BUILD_CMD=(); emu_build_command; echo "${#EMU_BUILD_CMD[@]}"'
-        self.assertEqual(self.emu("emu_vars qemu; " + show), ["1"])
+        show = 'EMU_BUILD_CMD=(); emu_build_command; echo "${#EMU_BUILD_CMD[@]}" "${EMU_BUILD_CMD[@]:1}"'
+        self.assertEqual(self.emu("emu_vars qemu; " + show), ["2", "x86_64"])
         self.assertEqual(self.emu("emu_vars qemu; " + show, {"SHSTK_QEMU": "stock"}), ["0"])
+        # One build per arch that has one (config/arches.ini qemu_from_source),
+        # by default where its qemu_default says so.
+        self.assertEqual(self.emu("emu_vars qemu; " + show, arch="riscv64"), ["0"])
+        self.assertEqual(self.emu("emu_vars qemu; " + show, {"SHSTK_QEMU": "patched"},
+                                  arch="riscv64"), ["2", "riscv64"])
+        self.assertEqual(self.emu("emu_vars qemu; " + show, arch="arm64"), ["0"])
+        self.assertEqual(self.emu("emu_vars qemu; " + show, {"SHSTK_QEMU": "patched"},
+                                  arch="arm64"), ["0"])
+
+    def test_no_qemu_build_for_an_arch_without_one(self):
+        r = subprocess.run(["scripts/build/qemu.sh", "arm64"], cwd=TOP, capture_output=True,
+                           text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("qemu_from_source = no", r.stderr)
+        r = subprocess.run(["scripts/build/qemu.sh"], cwd=TOP, capture_output=True, text=True,
+                           timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("usage: build/qemu.sh ARCH", r.stderr)
 
     def test_a_backends_optional_functions_do_not_outlive_it(self):
         # make test sources QEMU's backend, then Bochs's, in one shell.

@@ -46,6 +46,42 @@ def on_thread(cpu, fn):
         prev.switch()
 
 
+def first_arg():
+    """The first argument of the function gdb stopped in, whatever the
+    architecture's code calls it (the clone3 wrapper's pt_regs has no name
+    gdb can look up on every arch; copy_thread's task is called p or t)."""
+    frame = gdb.selected_frame()
+    for sym in frame.block():
+        if sym.is_argument:
+            return sym.value(frame)
+    raise gdb.GdbError(f"{frame.name()} has no arguments")
+
+
+def is_pointer_to(value, tag):
+    """Whether @value (or None) is a pointer to struct @tag."""
+    if value is None:
+        return False
+    t = value.type.strip_typedefs()
+    return t.code == gdb.TYPE_CODE_PTR and t.target().strip_typedefs().tag == tag
+
+
+def keep_described_locations(bp):
+    """Leave enabled only the locations of @bp that the debug info
+    describes, when it has some.  riscv's GCC puts a function's ftrace NOPs
+    (-fpatchable-function-entry) under its ELF symbol but starts the DWARF
+    function after them; gdb makes a location for each address, and every
+    call would stop twice, the first time with no frame to read.  Returns
+    the addresses of the locations it disabled."""
+    locations = bp.locations
+    described = {loc.address for loc in locations if gdb.find_pc_line(loc.address).symtab}
+    if len(locations) < 2 or not described:
+        return []
+    dropped = [loc.address for loc in locations if loc.address not in described]
+    for loc in locations:
+        loc.enabled = loc.address in described
+    return dropped
+
+
 def live_register_names():
     """The registers the gdbstub shows for the selected frame."""
     return {r.name for r in gdb.selected_frame().architecture().registers()}
@@ -80,9 +116,27 @@ class ArchOps:
         return v - (1 << bits) if v >> (bits - 1) else v
 
     def syscall_args(self):
-        """The first two arguments of the syscall whose pt_regs, @regs, are
-        in scope (the clone3 wrapper's)."""
-        return [int(gdb.parse_and_eval(f"regs->{f}")) & U64 for f in self.facts.syscall_args]
+        """The first two arguments of the syscall, read from the pt_regs
+        that the function gdb stopped in (the clone3 wrapper) takes first.
+        Where the stop has no debug info naming that parameter (an address
+        before the function's DWARF range, see keep_described_locations),
+        the argument register holds it: gdb stops at the wrapper's entry,
+        before the register is overwritten."""
+        try:
+            regs = first_arg()
+        except (RuntimeError, gdb.GdbError):
+            regs = None
+        if not is_pointer_to(regs, "pt_regs"):
+            regs = gdb.parse_and_eval(f"(struct pt_regs *)${self.arg_register}")
+        gdb.set_convenience_variable("shstk_regs", regs)
+        return [int(gdb.parse_and_eval(f"$shstk_regs->{f}")) & U64
+                for f in self.facts.syscall_args]
+
+    def address_space(self):
+        """What identifies the user address space of the selected CPU
+        where kernel memory cannot be read from a stop in user mode, or
+        None where it can (the task's comm says whose stop it is)."""
+        return None
 
     def shadow_stack_enabled(self, task):
         """Whether @task has user shadow stacks enabled, or None if this
@@ -312,6 +366,14 @@ class Arm64Ops(ArchOps):
 class Riscv64Ops(ArchOps):
     SHSTK_MODE = ("thread_info", "user_cfi_state", "ubcfi_en")
     SAVED_SSP = "thread_info.user_cfi_state.user_shdw_stk"
+
+    def address_space(self):
+        """The page table root satp points to (its PPN; the ASID can be
+        reassigned).  QEMU's riscv gdbstub translates with the CPU's
+        current privilege, so a stop in user mode cannot read kernel
+        memory, not even the running task: satp is what tells whose code
+        it is, and is the same in the kernel for the task's own mm."""
+        return int(gdb.parse_and_eval("(unsigned long)$satp")) & (2**44 - 1)
 
     def task_on_cpu(self, cpu):
         # The kernel's helper reads $tp (in the kernel) or $sscratch (in

@@ -40,6 +40,20 @@ def _word_at(task, addr):
         return usermem.read_u64(usermem.task_mm(task), addr)
 
 
+def clone3_outcome(caller, token):
+    """What clone3() does with @token from @caller, read once for
+    shstk-clone-args and the context view alike: (VMA holding it as
+    describe()d or None, the word there or None, whether the caller has
+    shadow stacks enabled or None, accepted, why)."""
+    with reading(f"the shadow stack state of pid {_pid(caller)}"):
+        caller_on = tasks.shadow_stack_enabled(caller)
+    d = _vma_of(caller, token)
+    word = _word_at(caller, token & ~7)
+    ok, why = decode.clone3_verdict(tasks.arch(), token, word,
+                                    None if d is None else d["shadow_stack"], caller_on)
+    return d, word, caller_on, ok, why
+
+
 def _where(d):
     if d is None:
         return "not in any VMA"
@@ -156,12 +170,7 @@ the word)."""
         gdb.execute(f"shstk-token {token:#x}")
         with reading("the task on the selected CPU (the caller)"):
             caller = tasks.on_cpu()
-        with reading(f"the shadow stack state of pid {_pid(caller)}"):
-            caller_on = tasks.shadow_stack_enabled(caller)
-        d = _vma_of(caller, token)
-        word = _word_at(caller, token & ~7)
-        ok, why = decode.clone3_verdict(tasks.arch(), token, word,
-                                        None if d is None else d["shadow_stack"], caller_on)
+        _, _, caller_on, ok, why = clone3_outcome(caller, token)
         state = {True: "has", False: "has no", None: "may have a"}[caller_on]
         gdb.write(f"clone3(): {'accepted' if ok else 'refused'}: {why} "
                   f"(the caller, pid {_pid(caller)}, {state} shadow stack)\n")

@@ -94,8 +94,9 @@ def _shadow_stack_vma(task, value):
     just below."""
     for addr in (value, value - 8):
         v = vmas.find(task, addr)
-        if v and vmas.describe(v)["shadow_stack"]:
-            return vmas.describe(v)
+        d = vmas.describe(v) if v else None
+        if d and d["shadow_stack"]:
+            return d
     return None
 
 
@@ -133,7 +134,7 @@ def _stack_section(p, task):
 
 
 def _clone_section(p, task):
-    from shstk.commands import clone_args_in_frame
+    from shstk.commands import clone3_outcome, clone_args_in_frame
     try:
         a = clone_args_in_frame()
     except gdb.GdbError:
@@ -144,14 +145,7 @@ def _clone_section(p, task):
     if not token:
         p.add(f"  clone  flags {flags:#x}, no shadow_stack_token: the kernel picks the stack")
         return
-    with reading(f"the VMAs of pid {int(task['pid'])}"):
-        v = vmas.find(task, token)
-        d = vmas.describe(v) if v else None
-    with reading(f"the word at the token {token:#x}"):
-        word = usermem.read_u64(usermem.task_mm(task), token & ~7)
-        caller_on = tasks.shadow_stack_enabled(task)
-    ok, why = decode.clone3_verdict(archops.ops().name, token, word,
-                                    None if d is None else d["shadow_stack"], caller_on)
+    _, word, _, ok, why = clone3_outcome(task, token)
     shown = "not present" if word is None else f"{word:#x}"
     verdict = p.paint("token" if ok else "bad", "accepted" if ok else "refused")
     p.add(f"  clone  flags {flags:#x}, shadow_stack_token {token:#x} = {shown}")

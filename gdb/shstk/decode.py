@@ -48,6 +48,8 @@ def expected_token(arch, addr):
         return (addr + SLOT) | 1             # the SSP above it, 64-bit mode
     if arch == "arm64":
         return (addr & ~0xfff) | 1           # GCS cap: the slot's page, valid
+    if arch == "riscv64":
+        return addr + SLOT                   # the SSP above it, no flag bits
     raise ValueError(f"unknown arch {arch!r}")
 
 

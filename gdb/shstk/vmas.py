@@ -77,8 +77,7 @@ def describe(v):
     clone3() accepts a token in (the flag and writable), the one every
     verdict uses."""
     start, end, flags, _ = v
-    bit = shadow_stack_bit()
-    names = decode.vma_flags(flags, archops.ops().name, bit)
+    bit, arch = shadow_stack_bit(), archops.ops().name
     return {"start": start, "end": end, "size": end - start, "flags": flags,
-            "perms": decode.perms(flags), "names": names,
-            "shadow_stack": decode.is_shadow_stack(flags, archops.ops().name, bit)}
+            "perms": decode.perms(flags), "names": decode.vma_flags(flags, arch, bit),
+            "shadow_stack": decode.is_shadow_stack(flags, arch, bit)}

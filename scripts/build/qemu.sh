@@ -4,20 +4,21 @@
 # The project's QEMU: Debian's source package (sid's 1:10.2.2+ds-1, the newest
 # QEMU source the mirror serves), unpacked into the cache and committed there
 # as a pristine base (tag shstk-base), with patches/qemu/series applied on top
-# by git am, built out of tree, in the toolbox, for the one target the harness
-# uses.  Incremental: nothing runs when the source, the series and the
+# by git am, built out of tree, in the toolbox, one build directory per arch
+# whose config/arches.ini entry says qemu_from_source = yes, each for that
+# arch's system target only.  Incremental: nothing runs when the source, the series and the
 # configuration are those of the last build; otherwise the series is
 # re-applied in a scratch worktree and the tree moved to the result with
 # "git checkout", which rewrites only the files whose content changed, so
 # ninja rebuilds only what a patch touches.
 #
-#   scripts/build/qemu.sh           build if needed; print the binary's path
-#   scripts/build/qemu.sh --check   only check that the series applies
-#   scripts/build/qemu.sh --info    print "version patches hash" of the build
+#   scripts/build/qemu.sh ARCH          build if needed; print the binary's path
+#   scripts/build/qemu.sh --check       only check that the series applies
+#   scripts/build/qemu.sh --info ARCH   print "version patches hash" of the build
 #
 # The build has no firmware of its own (the +ds source has none): the
 # emulator backend passes the toolbox's Debian firmware with -L.  Writes
-# $SHSTK_QEMU_DIR/build-x86_64/shstk-qemu.txt: version, series and head.
+# $SHSTK_CACHE/qemu/build-ARCH/shstk-qemu.txt: version, series and head.
 set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -28,16 +29,32 @@ QDIR=$SHSTK_CACHE/qemu
 DL=$QDIR/downloads
 SRC=$QDIR/src
 AM=$QDIR/src-am
-BUILD=$QDIR/build-x86_64
-BIN=$BUILD/qemu-system-x86_64
 PATCHES=$SHSTK_TOP/patches/qemu
-STAMP=$BUILD/shstk-qemu.txt
 
-# Only what the harness uses: TCG for x86_64 (q35, microvm, PVH boot, serial,
-# virtio, 9p for the trace root filesystem).  --enable-fdt=system: otherwise
-# meson clones dtc from the network.  --disable-install-blobs: the +ds source
-# has no firmware to install.
-CONFIGURE=(--target-list=x86_64-softmmu --without-default-features
+mode=build
+case "${1:-}" in
+--check) mode=check ;;
+--info) mode=info && shift ;;
+-*) die "usage: build/qemu.sh ARCH | --info ARCH | --check" ;;
+esac
+if [ "$mode" != check ]; then
+	[ -n "${1:-}" ] || die "usage: build/qemu.sh ARCH | --info ARCH | --check"
+	arch_vars "$1"
+	[ "$(arch_fact "$ARCH" qemu_from_source)" = yes ] ||
+		die "config/arches.ini: $ARCH runs the toolbox's QEMU (qemu_from_source = no), there is no build of it"
+	# qemu-system-riscv64 -> riscv64-softmmu
+	QEMU_PROG=$(arch_fact "$ARCH" qemu)
+	TARGET=${QEMU_PROG#qemu-system-}-softmmu
+	BUILD=$QDIR/build-$ARCH
+	BIN=$BUILD/$QEMU_PROG
+	STAMP=$BUILD/shstk-qemu.txt
+fi
+
+# Only what the harness uses: TCG for the arch's system target (its machine,
+# PVH boot on x86, serial, virtio, 9p for the trace root filesystem).
+# --enable-fdt=system: otherwise meson clones dtc from the network.
+# --disable-install-blobs: the +ds source has no firmware to install.
+CONFIGURE=(--target-list="${TARGET:-}" --without-default-features
 	--enable-tcg --enable-virtfs --enable-attr --enable-cap-ng
 	--enable-fdt=system --disable-install-blobs --disable-docs
 	--disable-werror --disable-tools --disable-guest-agent --disable-debug-info
@@ -78,22 +95,30 @@ apply_series() {
 src_ready() {
 	[ -f "$SRC/.shstk-qemu-version" ] && [ "$(cat "$SRC/.shstk-qemu-version")" = "qemu $QEMU_VERSION" ]
 }
+if [ "$mode" = info ]; then
+	[ -f "$STAMP" ] || die "no QEMU build for $ARCH yet ($STAMP)"
+	sed -n 's/^id: //p' "$STAMP"
+	exit 0
+fi
+
+# One at a time: the source tree is shared by every arch's build, and two
+# runs would apply the series in the same scratch worktree, move the tree
+# under each other's ninja or run two ninjas in one build directory (a
+# make run started while another builds).
+mkdir -p "$QDIR"
+exec 7>"$QDIR/qemu.lock"
+if ! flock -n 7; then
+	msg "waiting for another build/qemu.sh (the QEMU tree is busy)"
+	flock 7
+fi
+
 src_ready || step "fetching Debian's qemu $QEMU_VERSION source" fetch_and_unpack
 
 want=$(series_hash "$PATCHES")
-case "${1:-}" in
---check)
+if [ "$mode" = check ]; then
 	apply_series
 	exit 0
-	;;
---info)
-	[ -f "$STAMP" ] || die "no QEMU build yet ($STAMP)"
-	sed -n 's/^id: //p' "$STAMP"
-	exit 0
-	;;
-"") ;;
-*) die "usage: build-qemu.sh [--check|--info]" ;;
-esac
+fi
 
 have=$(cat "$SRC/.shstk-series" 2>/dev/null || true)
 edits=$(git_src status --porcelain --untracked-files=no)
@@ -129,21 +154,21 @@ rm -f "$BUILD/.shstk-inputs"
 configure() {
 	rm -rf "$BUILD"
 	mkdir -p "$BUILD"
-	(cd "$BUILD" && tb "$SRC/configure" "${CONFIGURE[@]}") >"$QDIR/configure.log" 2>&1 || {
-		tail -n 20 "$QDIR/configure.log" >&2
-		die "configuring QEMU failed (full log: $QDIR/configure.log)"
+	(cd "$BUILD" && tb "$SRC/configure" "${CONFIGURE[@]}") >"$QDIR/configure-$ARCH.log" 2>&1 || {
+		tail -n 20 "$QDIR/configure-$ARCH.log" >&2
+		die "configuring QEMU failed (full log: $QDIR/configure-$ARCH.log)"
 	}
 	echo "$conf_hash" >"$BUILD/.shstk-config"
 }
 if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.shstk-config" 2>/dev/null)" != "$conf_hash" ]; then
-	step "configuring QEMU (x86_64-softmmu, TCG)" configure
+	step "configuring QEMU ($TARGET, TCG)" configure
 fi
 
 # Progress: ninja's "[N/M] ..." lines go to the log; the terminal gets one
 # every 250 steps, and the errors.
 build() {
 	local log=$BUILD/build.log rc=0
-	tb ninja -C "$BUILD" -j"$(nproc)" qemu-system-x86_64 2>&1 | tee "$log" |
+	tb ninja -C "$BUILD" -j"$(nproc)" "$QEMU_PROG" 2>&1 | tee "$log" |
 		awk 'match($0, /^\[[0-9]+\/[0-9]+\]/) { s = substr($0, 2, RLENGTH - 2); split(s, a, "/");
 		       if (a[1] % 250 == 0 || a[1] == a[2]) printf "[build-qemu.sh]   %s steps\n", s > "/dev/stderr"; fflush() }
 		     /error:|FAILED:/ { print > "/dev/stderr" }' || rc=$?

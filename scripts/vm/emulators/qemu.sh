@@ -43,15 +43,21 @@
 #
 # Why these settings:
 #  - arm64 "-M virt -cpu max" is the only way to get FEAT_GCS (QEMU >= 10.2).
-#  - x86_64 runs one of two QEMUs, SHSTK_QEMU (make QEMU=) says which:
-#    "patched" (the default), Debian's QEMU 10.2.2 source with
-#    patches/qemu/ (XSAVES and user-mode CET shadow stacks in TCG, the user
-#    SSP as gdb's pl3_ssp register), built by scripts/build/qemu.sh, where
-#    "-cpu max" has all of it; or "stock", the toolbox's Debian QEMU 11.1,
-#    whose TCG has no CET, so the guest has no user shadow stack there.
-#    The patched build's source package has no firmware: it takes Debian's
-#    (seabios, qemu-system-data) from the toolbox with -L.  vm.json records
-#    which ("emu_build").
+#  - an arch whose config/arches.ini entry says qemu_from_source = yes runs
+#    one of two QEMUs, SHSTK_QEMU (make QEMU=) says which, its qemu_default
+#    when unset: "patched", Debian's QEMU 10.2.2 source with patches/qemu/,
+#    built by scripts/build/qemu.sh for that arch; or "stock", the
+#    toolbox's Debian QEMU 11.1.  x86_64 (patched by default): the patches
+#    add XSAVES and user-mode CET shadow stacks to TCG ("-cpu max" has all
+#    of it) and the user SSP as gdb's pl3_ssp register; stock has no CET,
+#    so the guest has no user shadow stack there.  riscv64 (stock by
+#    default): patched has a fix to which PTEs are shadow stack pages
+#    (stock makes a thread without shadow stacks spin on a load from one),
+#    on a 10.2.2 base with a Zicfiss bug of its own.  Other arches always
+#    run the toolbox's QEMU.  The patched build's
+#    source package has no firmware: it takes Debian's (seabios, OpenSBI,
+#    qemu-system-data) from the toolbox with -L.  vm.json records which
+#    ("emu_build").
 #  - two CPUs so the token race in the guest suite really races; QEMU runs
 #    them on a host thread each (MTTCG).  One under gdb: with two, a stop
 #    on one vCPU can come while the other is hitting a breakpoint too (any
@@ -70,7 +76,7 @@
 
 # shellcheck disable=SC2034  # read by lib.sh, vm/boot.sh and the gdb scripts
 emu_declare() {
-	qemu_x86_variant
+	qemu_variant
 	EMU_SMP=2
 	[ -z "${GDB_PORT:-}" ] || EMU_SMP=1
 	EMU_HOST_THREADS=2
@@ -102,11 +108,8 @@ emu_command() {
 	local qemu virtio
 	# shellcheck disable=SC2034  # read by vm/boot.sh
 	EMU_MATCH=$OUT/console.log
-	qemu=("$(arch_fact "$ARCH" qemu)")
-	if [ "$ARCH" = x86_64 ]; then
-		qemu_x86_select
-		qemu=("${QEMU_X86[@]}")
-	fi
+	qemu_select
+	qemu=("${QEMU_BIN[@]}")
 	# virtio devices: "-pci" on a PCI machine, "-device" on virtio-mmio.
 	case "$(arch_fact "$ARCH" virtio)" in
 	pci) virtio=pci ;;
@@ -132,40 +135,43 @@ emu_command() {
 	fi
 }
 
-# Which x86_64 QEMU runs: sets QEMU_VARIANT from SHSTK_QEMU (make QEMU=),
-# the project's build by default; dies on anything else.
-qemu_x86_variant() {
-	QEMU_VARIANT=${SHSTK_QEMU:-patched}
+# Which QEMU runs: sets QEMU_VARIANT from SHSTK_QEMU (make QEMU=), by
+# default the arch's qemu_default (config/arches.ini), always stock for an
+# arch without a project build (qemu_from_source); dies on anything else.
+qemu_variant() {
+	QEMU_VARIANT=${SHSTK_QEMU:-$(arch_fact "$ARCH" qemu_default)}
 	case "$QEMU_VARIANT" in
 	patched | stock) ;;
 	*) die "SHSTK_QEMU (make QEMU=) must be patched or stock (is '$SHSTK_QEMU')" ;;
 	esac
+	[ "$(arch_fact "$ARCH" qemu_from_source)" = yes ] || QEMU_VARIANT=stock
 }
 
 # shellcheck disable=SC2034  # read by scripts/test.sh
 emu_build_command() {
 	EMU_BUILD_CMD=()
-	if [ "$ARCH" = x86_64 ] && [ "$QEMU_VARIANT" = patched ]; then
-		EMU_BUILD_CMD=("$SHSTK_TOP/scripts/build/qemu.sh")
+	if [ "$QEMU_VARIANT" = patched ]; then
+		EMU_BUILD_CMD=("$SHSTK_TOP/scripts/build/qemu.sh" "$ARCH")
 	fi
 }
 
-# Which x86_64 QEMU: sets QEMU_X86 (the binary and its firmware options) and
+# Which QEMU: sets QEMU_BIN (the binary and its firmware options) and
 # EMU_BUILD (what the binary is, for the run's record, vm.json), and says it.
-qemu_x86_select() {
-	local bin
+qemu_select() {
+	local bin prog
+	prog=$(arch_fact "$ARCH" qemu)
 	case "$QEMU_VARIANT" in
 	stock)
-		QEMU_X86=(qemu-system-x86_64)
-		EMU_BUILD="stock $(tb qemu-system-x86_64 --version | sed -n '1s/.*version //p')"
+		QEMU_BIN=("$prog")
+		EMU_BUILD="stock $(tb "$prog" --version | sed -n '1s/.*version //p')"
 		;;
 	patched)
-		bin=$("$SHSTK_TOP/scripts/build/qemu.sh") || die "building the patched QEMU failed"
-		QEMU_X86=("$bin" -L /usr/share/seabios -L /usr/share/qemu)
-		EMU_BUILD="patched $("$SHSTK_TOP/scripts/build/qemu.sh" --info)"
+		bin=$("$SHSTK_TOP/scripts/build/qemu.sh" "$ARCH") || die "building the patched QEMU failed"
+		QEMU_BIN=("$bin" -L /usr/share/seabios -L /usr/share/qemu)
+		EMU_BUILD="patched $("$SHSTK_TOP/scripts/build/qemu.sh" --info "$ARCH")"
 		;;
 	esac
-	msg "x86_64 QEMU: $EMU_BUILD"
+	msg "$ARCH QEMU: $EMU_BUILD"
 }
 
 # A paused boot waits for its gdbstub for a minute only: the patched QEMU
