@@ -1014,10 +1014,13 @@ static long minor_faults(long pid)
 
 	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
 	f = fopen(path, "r");
-	if (f && fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+	if (!f)
+		return n;
+	/* The fields after the comm, which may hold spaces and ')'. */
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	if (p)
 		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %lu", &n);
-	if (f)
-		fclose(f);
+	fclose(f);
 	return n;
 }
 

@@ -60,6 +60,15 @@ def emulator_up(tag):
     return running_as(emulators_running(tag), ("qemu-system", "bochs"))
 
 
+def default_sigint():
+    """In the script's process, before exec: SIGINT as a terminal's job has
+    it.  A test run started in the background by a non-interactive shell
+    (nohup ... &) inherits SIGINT ignored, which bash can neither trap nor
+    reset, and every Ctrl-C test would then time out for the launcher's
+    sake, not the harness's."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @unittest.skipUnless(kernel_built("arm64"), "arm64 kernel not built (make kernel ARCH=arm64)")
 class FaultTest(unittest.TestCase):
     def interrupt(self, cmd, results, whole_job, stdin=subprocess.DEVNULL, also=None):
@@ -74,7 +83,8 @@ class FaultTest(unittest.TestCase):
             with open(log_path, "w") as log:
                 p = subprocess.Popen(cmd, cwd=TOP, env=dict(os.environ, SHSTK_OUT=out),
                                      start_new_session=True, stdin=stdin,
-                                     stdout=log, stderr=subprocess.STDOUT)
+                                     stdout=log, stderr=subprocess.STDOUT,
+                                     preexec_fn=default_sigint)
 
             def tail():
                 with open(log_path, errors="replace") as f:
