@@ -90,7 +90,7 @@ def one_stop_per_call(bp):
     from shstk import archops
     try:
         dropped = archops.keep_described_locations(bp)
-    except (gdb.error, RuntimeError) as e:
+    except RuntimeError as e:           # gdb.error is one
         gdb.write(f"shstk: breakpoint {bp.number}: locations not checked ({e})\n")
         return
     for addr in dropped:

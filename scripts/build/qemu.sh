@@ -6,11 +6,11 @@
 # as a pristine base (tag shstk-base), with patches/qemu/series applied on top
 # by git am, built out of tree, in the toolbox, one build directory per arch
 # whose config/arches.ini entry says qemu_from_source = yes, each for that
-# arch's system target only.  Incremental: nothing runs when the source, the series and the
-# configuration are those of the last build; otherwise the series is
-# re-applied in a scratch worktree and the tree moved to the result with
-# "git checkout", which rewrites only the files whose content changed, so
-# ninja rebuilds only what a patch touches.
+# arch's system target only.  Incremental: nothing runs when the source, the
+# series and the configuration are those of the last build; otherwise the
+# series is re-applied in a scratch worktree and the tree moved to the result
+# with "git checkout", which rewrites only the files whose content changed,
+# so ninja rebuilds only what a patch touches.
 #
 #   scripts/build/qemu.sh ARCH          build if needed; print the binary's path
 #   scripts/build/qemu.sh --check       only check that the series applies

@@ -54,10 +54,9 @@
 #    default): patched has a fix to which PTEs are shadow stack pages
 #    (stock makes a thread without shadow stacks spin on a load from one),
 #    on a 10.2.2 base with a Zicfiss bug of its own.  Other arches always
-#    run the toolbox's QEMU.  The patched build's
-#    source package has no firmware: it takes Debian's (seabios, OpenSBI,
-#    qemu-system-data) from the toolbox with -L.  vm.json records which
-#    ("emu_build").
+#    run the toolbox's QEMU.  The patched build's source package has no
+#    firmware: it takes Debian's (seabios, OpenSBI, qemu-system-data) from
+#    the toolbox with -L.  vm.json records which ("emu_build").
 #  - two CPUs so the token race in the guest suite really races; QEMU runs
 #    them on a host thread each (MTTCG).  One under gdb: with two, a stop
 #    on one vCPU can come while the other is hitting a breakpoint too (any
