@@ -45,13 +45,17 @@ def known_failures(path=KNOWN_FAILURES):
     return known
 
 
-def apply_known(arch, programs, known, emu="qemu"):
+def apply_known(arch, programs, known, emu="qemu", build=""):
     """Move the listed problems of each program to prog.xfail; a listed one
     that did not happen becomes a problem itself (XPASS: update the list).
-    An entry's arch is "ARCH" (any emulator) or "ARCH/EMU"."""
+    An entry's arch is "ARCH" (any emulator), "ARCH/EMU", or "ARCH/EMU/KIND"
+    for one kind of build of it: the first word of vm.json's emu_build
+    ("stock" or "patched" for QEMU)."""
+    kind = build.split()[0] if build.split() else ""
+    runs_as = {arch, f"{arch}/{emu}"} | ({f"{arch}/{emu}/{kind}"} if kind else set())
     for prog in programs:
         for (k_arch, k_prog, problem), why in known.items():
-            if k_arch not in (arch, f"{arch}/{emu}") or k_prog != prog.name:
+            if k_arch not in runs_as or k_prog != prog.name:
                 continue
             if problem in prog.problems:
                 prog.problems.remove(problem)
@@ -239,7 +243,7 @@ def main(argv):
     vm, console_text, guest_text = load(outdir)
     info, programs, run_problems = judge_run(vm, console_text, guest_text)
     arch, emu = vm.get("arch", "?"), vm.get("emu", "?")
-    apply_known(arch, programs, known_failures(), emu)
+    apply_known(arch, programs, known_failures(), emu, vm.get("emu_build") or "")
     passed, failed, skipped = counts(programs, run_problems)
     write_ktap(os.path.join(outdir, "results.ktap"), programs)
     junit.write(os.path.join(outdir, "results.junit.xml"),

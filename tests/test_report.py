@@ -52,6 +52,18 @@ class KnownFailuresTest(unittest.TestCase):
         report.apply_known("arm64", progs, known, "bochs")
         self.assertEqual(progs[0].verdict, "xfail")
 
+    def test_build_qualified_entry(self):
+        # riscv64's livelock is stock QEMU's: the project's build passes it,
+        # and a listed failure it does not have would be an XPASS there.
+        known = self.known("arm64/qemu/stock | t | exit status 139 | why\n"
+                           "arm64/qemu/stock | t | plan says 2 tests, saw 1 | why\n")
+        for build, verdict in (("stock 11.1.3 (Debian 1:11.1.3+ds-2~bpo13+1)", "xfail"),
+                               ("patched qemu 1:10.2.2+ds-1 + 16 patches (abc)", "fail"),
+                               ("", "fail")):
+            _, progs, _ = ktap.parse(CRASH)
+            report.apply_known("arm64", progs, known, "qemu", build)
+            self.assertEqual(progs[0].verdict, verdict, build)
+
     def test_unlisted_problem_still_fails(self):
         known = self.known("arm64 | t | exit status 139 | why\n")
         _, progs, _ = ktap.parse(CRASH)

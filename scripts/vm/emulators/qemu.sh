@@ -50,10 +50,10 @@
 #    toolbox's Debian QEMU 11.1.  x86_64 (patched by default): the patches
 #    add XSAVES and user-mode CET shadow stacks to TCG ("-cpu max" has all
 #    of it) and the user SSP as gdb's pl3_ssp register; stock has no CET,
-#    so the guest has no user shadow stack there.  riscv64 (stock by
-#    default): patched has a fix to which PTEs are shadow stack pages
-#    (stock makes a thread without shadow stacks spin on a load from one),
-#    on a 10.2.2 base with a Zicfiss bug of its own.  Other arches always
+#    so the guest has no user shadow stack there.  riscv64 (patched by
+#    default): patched fixes which PTEs are shadow stack pages (stock
+#    makes a thread without shadow stacks spin on a load from one) and a
+#    wrong jump after sspopchk in 10.2.2's TCG.  Other arches always
 #    run the toolbox's QEMU.  The patched build's source package has no
 #    firmware: it takes Debian's (seabios, OpenSBI, qemu-system-data) from
 #    the toolbox with -L.  vm.json records which ("emu_build").
