@@ -21,6 +21,8 @@ RESULT_RE = re.compile(r"^(not ok|ok)\s+(\d+)\s*(?:-\s*)?([^#]*?)\s*(?:#\s*(SKIP
 PLAN_RE = re.compile(r"^1\.\.(\d+)")
 # The older x86 selftests print "[OK]", "[FAIL]" and "[SKIP]" lines, not KTAP.
 TAGGED_RE = re.compile(r"^\[(OK|FAIL|SKIP)\]\s*(.*)$")
+# KTAP's abort: the program gave up, saying why (kselftest's ksft_exit_fail_msg).
+BAIL_RE = re.compile(r"^Bail out!\s*(.*?)\s*$")
 METRIC_RE = re.compile(r"^#\s*metric:\s*([A-Za-z0-9_.-]+)=(-?[0-9]+(?:\.[0-9]+)?)\s*$")
 KSFT_SKIP = 4       # kselftest's exit status for "everything skipped"
 TIMEOUT_RCS = {124, 143}   # busybox timeout: 124, or killed by its TERM
@@ -43,6 +45,7 @@ class Program:
     points: list = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
     problems: list = field(default_factory=list)
+    bail_out: str | None = None    # the reason of a "Bail out!" line
     xfail: list = field(default_factory=list)    # (problem, why) known, not ours
 
     @property
@@ -68,6 +71,10 @@ def parse_points(prog):
         if m and prog.plan is None:
             prog.plan = int(m.group(1))
             continue
+        m = BAIL_RE.match(line)
+        if m and prog.bail_out is None:
+            prog.bail_out = m.group(1)
+            continue
         m = METRIC_RE.match(line)
         if m:
             value = m.group(2)
@@ -91,7 +98,7 @@ def parse_points(prog):
 
 def judge(prog):
     """Record in prog.problems everything that makes the program a failure."""
-    if prog.plan is None and not prog.points and prog.rc is not None:
+    if prog.plan is None and not prog.points and prog.rc is not None and prog.bail_out is None:
         tagged = [TAGGED_RE.match(line) for line in prog.lines]
         tagged = [m for m in tagged if m]
         if tagged:
@@ -119,8 +126,14 @@ def judge(prog):
         prog.problems.append(f"timed out in the guest (exit {prog.rc})")
     elif prog.rc not in (0, KSFT_SKIP):
         prog.problems.append(f"exit status {prog.rc}")
+    if prog.bail_out is not None:
+        # Named by its reason, so that a known one (guest/known-failures)
+        # does not cover another way of giving up.
+        prog.problems.append(f"Bail out! {prog.bail_out}".rstrip())
     if prog.plan is None:
-        prog.problems.append("no KTAP plan")
+        # A program that bails out before its plan has said why already.
+        if prog.bail_out is None:
+            prog.problems.append("no KTAP plan")
     elif len(prog.points) != prog.plan:
         prog.problems.append(f"plan says {prog.plan} tests, saw {len(prog.points)}")
     numbers = [p.number for p in prog.points]

@@ -72,6 +72,20 @@ class ParseTest(unittest.TestCase):
             _, progs, _ = ktap.parse(f"SHSTK-LAB BEGIN x\nhello\nSHSTK-LAB END x rc={rc}\n")
             self.assertEqual(progs[0].points[0].result, result, rc)
 
+    def test_bail_out_is_a_problem_named_by_its_reason(self):
+        # riscv/cfi's cfitests gives up before its plan (no CFI-enabled libc).
+        _, progs, _ = ktap.parse("SHSTK-LAB BEGIN x\nTAP version 13\n# Starting\n"
+                                 "Bail out! Landing pad is not enabled\n"
+                                 "SHSTK-LAB END x rc=1\n")
+        self.assertEqual(progs[0].problems,
+                         ["exit status 1", "Bail out! Landing pad is not enabled"])
+        self.assertEqual(progs[0].points, [])
+        # After some points, with a plan: the bail-out and the short count.
+        _, progs, _ = ktap.parse("SHSTK-LAB BEGIN x\n1..3\nok 1 a\nBail out! no memory\n"
+                                 "SHSTK-LAB END x rc=0\n")
+        self.assertEqual(progs[0].problems, ["Bail out! no memory", "plan says 3 tests, saw 1"])
+        self.assertEqual(progs[0].verdict, "fail")
+
     def test_x86_selftest_tags(self):
         text = ("SHSTK-LAB BEGIN t\n[RUN]\tx\n[OK]\tShadow stack enabled\n"
                 "[FAIL]\tBad ssp\nSHSTK-LAB END t rc=1\n")
