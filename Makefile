@@ -50,7 +50,8 @@ help:
 	@echo "                            (stock: x86 without CET, refusal paths only)"
 	@echo "  make debug ARCH= [EMU=]   emulator paused + gdb with the kernel's and shstk-lab's helpers"
 	@echo "  make gdb-check [ARCH=] [EMU=]  scripted, checked gdb step-through of clone3 with a token"
-	@echo "  make trace [ARCH=] [SCRIPT=] [PROG=]  bpftrace in the guest, its log checked"
+	@echo "  make trace [ARCH=] [SCRIPT=a,b] [PROG=]  bpftrace in the guest (every trace/ script at"
+	@echo "                            once, or those named), each log checked"
 	@echo "  make fuzz [ARCH=] [SEED=] [CALLS=] [ROUNDS=] [JOBS=]  clone3 fuzzer + token race on a KASAN/lockdep kernel"
 	@echo "                            (x86: then the XSAVE state stress, XSAVE_SECONDS=60)"
 	@echo "  make bench                measured figures on this machine -> docs/bench.md"
@@ -89,9 +90,10 @@ debug:
 gdb-check:
 	@rc=0; for a in $(ALL_ARCHES); do $(S)/gdb-check.sh $$a $(EMU) || rc=1; done; exit $$rc
 
-SCRIPT ?= token-validation
+# SCRIPT=a,b: trace/ scripts, all in one boot; unset: every one
+SCRIPT ?=
 trace:
-	@rc=0; for a in $(ALL_ARCHES); do $(S)/trace.sh $$a $(EMU) $(SCRIPT) $(PROG) || rc=1; done; exit $$rc
+	@rc=0; for a in $(ALL_ARCHES); do $(S)/trace.sh $$a "$(EMU)" "$(SCRIPT)" "$(PROG)" || rc=1; done; exit $$rc
 
 # SEED=, CALLS=, ROUNDS=, JOBS=, KCONFIG= go to scripts/fuzz.sh.  KCONFIG is set
 # here: "export" would hand an unset one down as empty, which fuzz.sh reads

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
 """Check a `make trace` run: the bpftrace log against what the guest saw.
 
-    python3 -m checks.trace OUTDIR ARCH SCRIPT LOGCOPY [user]
+    python3 -m checks.trace OUTDIR ARCH SCRIPT[,SCRIPT...] LOGDIR [user]
 
-The trace (trace/token-validation.bt) logs, for the guest program, its
+Each script that ran in the boot is checked by its own checker (CHECKERS),
+the run itself (the guest finished, a clean console) once for all.
+
+token-validation.bt logs, for the guest program, its
 map_shadow_stack() calls and each clone3() with a token: clone3_enter, the
 arch copy_thread hook (alloc), arch_shstk_validate_clone() (validate), the
 new task (newtask) and clone3_exit.  The guest scenario (guest/shstk_gdb.c)
@@ -15,6 +18,10 @@ prints "# CASE: token T -> RET (want W)" for each call.  They must agree:
     errno the guest saw, and no new task;
   - every call the guest made is in the trace, in order, and nothing in the
     trace is unexplained.
+
+shstk-vmas.bt logs the shadow stack each copy_thread() sets up
+(check_vmas); errno-provenance.bt names where each refused call's errno
+came from (check_provenance).
 """
 import argparse
 import os
@@ -266,23 +273,115 @@ def check_vmas(events, seen, shstk_on, why=None):
     return rows, problems
 
 
+def check_provenance(events, seen, shstk_on, why=None):
+    """trace/errno-provenance.bt against the guest's cases: (rows, problems).
+
+    The script logs each clone3() of the program, in order: "accepted", or
+    "refused" with where its errno came from.  The n-th must be the guest's
+    n-th call, with its token and return; a refusal's origin must be the
+    function of the stage the scenario says the kernel stops that case at
+    (checks/scenario.py STAGES)."""
+    calls = [(ev, f) for ev, f in events if ev in ("refused", "accepted")]
+    rows, problems = [], []
+    if not seen:
+        # A program of the user's: each refusal must have been placed.
+        for ev, f in calls:
+            if ev != "refused":
+                continue
+            ok = bool(f.get("origin")) and f.get("how") in ("probed", "inferred")
+            if not ok:
+                problems.append(f"token {f.get('token', 0):#x}: refusal without an origin {f}")
+            rows.append((f.get("token", 0), f.get("ret"),
+                         f"{f.get('origin', '?')} ({f.get('how', '?')})",
+                         "pass" if ok else "fail", None))
+        return rows, problems
+    for n, (token, ret, name) in enumerate(seen):
+        stage = scenario.stage(name, shstk_on) if name in scenario.BY_NAME else None
+        if stage is None:
+            problems.append(f"{name}: not a case of the scenario")
+            rows.append((token, ret, f"{name}: not a case of the scenario", "fail", None))
+            continue
+        if n >= len(calls):
+            problems.append(f"{name}: the guest's call with token {token:#x} is not in the trace")
+            rows.append((token, ret, f"{name}: never traced", "fail", None))
+            continue
+        ev, f = calls[n]
+        want = scenario.STAGES[stage]
+        row_problems = []
+        if f.get("token") != token:
+            row_problems.append(f"{name}: traced token {f.get('token', 0):#x}, the guest "
+                                f"passed {token:#x}")
+        if want.ret == 0:
+            if ev != "accepted" or ret != 0:
+                row_problems.append(f"{name}: {ev} in the trace, the guest saw {ret}, "
+                                    f"the scenario: accepted")
+            where = f"{name}: accepted"
+        else:
+            if ev != "refused" or f.get("ret") != ret:
+                row_problems.append(f"{name}: traced {ev} {f.get('ret')}, the guest saw {ret}")
+            elif f.get("origin") != want.function:
+                row_problems.append(f"{name}: the errno came from {f.get('origin')}, not "
+                                    f"{want.function} ({want.refusal})")
+            where = f"{name}: {f.get('origin')} ({f.get('how')})"
+        problems += row_problems
+        rows.append((token, ret, where, "fail" if row_problems else "pass", None))
+    problems += [f"unexplained traced call {ev} {f}" for ev, f in calls[len(seen):]]
+    rows += not_exercised_rows(seen, shstk_on, why, lambda st: "not exercised: " + describe(st))
+    return rows, problems
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python3 -m checks.trace",
-                                description="Check a make trace run: the bpftrace log "
+                                description="Check a make trace run: each bpftrace log "
                                 "against what the guest saw.")
     p.add_argument("outdir", help="where guest.out and console.log are")
     p.add_argument("arch", choices=arches.names(all=True))
-    p.add_argument("script", help="the trace/ script's name (token-validation, shstk-vmas, ...)")
-    p.add_argument("logcopy", help="where to write the trace log")
+    p.add_argument("scripts", help="the trace/ scripts that ran, comma-separated "
+                   "(token-validation, shstk-vmas, errno-provenance, ...)")
+    p.add_argument("logdir", help="where to write each log, as trace-SCRIPT.log")
     # Positional, and empty allowed, for scripts/trace.sh's "${PROG:+user}".
     p.add_argument("mode", nargs="?", default="", choices=("", "user"),
                    help="user: the guest ran the user's PROG, not the scenario")
     return p.parse_args(argv)
 
 
+# What each script's events are checked by: fn(events, seen, shstk_on, why,
+# user) -> (rows, problems).
+CHECKERS = {
+    "token-validation": lambda ev, seen, on, why, user: check_token_calls(ev, seen, on, why),
+    "shstk-vmas": lambda ev, seen, on, why, user:
+        ([], []) if user else check_vmas(ev, seen, on, why),
+    "errno-provenance": lambda ev, seen, on, why, user: check_provenance(ev, seen, on, why),
+}
+
+
+def check_script(script, progs, logdir, arch, seen, shstk_on, why, user):
+    """One script's log: (rows, problems); its log is copied to logdir."""
+    trace = next((p for p in progs if p.name == f"trace:{script}"), None)
+    logcopy = os.path.join(logdir, f"trace-{script}.log")
+    problems = []
+    if trace is None:
+        return [], [f"{script}: no trace:{script} block: bpftrace never ran"]
+    with open(logcopy, "w") as f:
+        f.write("\n".join(trace.lines) + "\n")
+    if trace.rc != 0:
+        problems.append(f"{script}: bpftrace exited {trace.rc}")
+    if not any(line.startswith("TRACE READY") for line in trace.lines):
+        problems.append(f"{script}: bpftrace never reported that its probes were attached")
+    events = parse_trace(trace.lines)
+    if script in CHECKERS:
+        rows, script_problems = CHECKERS[script](events, seen, shstk_on, why, user)
+    else:
+        # A script of the user's: only what holds for any script is checked.
+        print(f"{arch:<7} (no check of the events of trace/{script}.bt: bpftrace, console and guest only)")
+        rows, script_problems = [], []
+    return rows, problems + [f"{script}: {p}" for p in script_problems]
+
+
 def main(argv):
     args = parse_args(argv[1:])
-    outdir, arch, script, logcopy = args.outdir, args.arch, args.script, args.logcopy
+    outdir, arch, logdir = args.outdir, args.arch, args.logdir
+    scripts = [s for s in args.scripts.split(",") if s]
     user = args.mode == "user"
     with open(os.path.join(outdir, "guest.out"), errors="replace") as f:
         guest_text = f.read()
@@ -292,20 +391,9 @@ def main(argv):
     except FileNotFoundError:
         console_text = ""
     _, progs, done = ktap.parse(guest_text)
-    trace = next((p for p in progs if p.name == f"trace:{script}"), None)
     program = next((p for p in progs if not p.name.startswith("trace:")), None)
+    # What is wrong with the run itself counts once, whatever the scripts.
     problems = []
-    if trace is None:
-        problems.append(f"no trace:{script} block: bpftrace never ran")
-        trace_lines = []
-    else:
-        trace_lines = trace.lines
-        with open(logcopy, "w") as f:
-            f.write("\n".join(trace_lines) + "\n")
-        if trace.rc != 0:
-            problems.append(f"bpftrace exited {trace.rc}")
-        if not any(line.startswith("TRACE READY") for line in trace_lines):
-            problems.append("bpftrace never reported that its probes were attached")
     if not done:
         problems.append("the guest never finished")
     problems += [f"kernel {k}: {line}" for k, line in console.scan(console_text)]
@@ -322,32 +410,33 @@ def main(argv):
         if not seen:
             problems.append("the scenario printed no cases")
     shstk_on, why = shadow_stack_state(program_lines, guest_text, console_text)
-    events = parse_trace(trace_lines)
-    if script == "token-validation":
-        rows, script_problems = check_token_calls(events, seen, shstk_on, why)
-    elif script == "shstk-vmas":
-        rows, script_problems = ([], []) if user else \
-            check_vmas(events, seen, shstk_on, why)
-    else:
-        # A script of the user's: only what holds for any script is checked.
-        print(f"{arch:<7} (no check of the events of trace/{script}.bt: bpftrace, console and guest only)")
-        rows, script_problems = [], []
-    problems += script_problems
 
-    passed = sum(verdict == "pass" for *_, verdict, _ in rows)
-    skipped = sum(verdict == "skip" for *_, verdict, _ in rows)
-    print(f"{'arch':<7} {'token':<18} {'clone3':>7}  where")
-    for token, ret, where, verdict, reason in rows:
-        shown = "-" if ret is None else ret
-        print(f"{arch:<7} {token:<#18x} {shown:>7}  {where}  {verdict.upper()}"
-              + (f"  # SKIP {reason}" if verdict == "skip" else ""))
+    passed = skipped = failed = 0
+    for script in scripts:
+        rows, script_problems = check_script(script, progs, logdir, arch, seen, shstk_on,
+                                             why, user)
+        print(f"{arch:<7} trace/{script}.bt")
+        print(f"{'arch':<7} {'token':<18} {'clone3':>7}  where")
+        for token, ret, where, verdict, reason in rows:
+            shown = "-" if ret is None else ret
+            print(f"{arch:<7} {token:<#18x} {shown:>7}  {where}  {verdict.upper()}"
+                  + (f"  # SKIP {reason}" if verdict == "skip" else ""))
+        for p in script_problems:
+            print(f"{arch:<7} FAIL  {p}")
+        log = os.path.join(logdir, f"trace-{script}.log")
+        if os.path.exists(log):
+            print(f"trace log: {log}")
+        # Each row that checks out passes, each one not exercised is a skip;
+        # every problem is a failure.
+        passed += sum(verdict == "pass" for *_, verdict, _ in rows)
+        skipped += sum(verdict == "skip" for *_, verdict, _ in rows)
+        failed += len(script_problems)
     for p in problems:
         print(f"{arch:<7} FAIL  {p}")
-    print(f"trace log: {logcopy}")
-    # Each row that checks out passes, each one not exercised is a skip;
-    # every problem is a failure.
-    print(f"trace {arch}: {passed} passed, {len(problems)} failed, {skipped} skipped")
-    return 1 if problems else 0
+    failed += len(problems)
+    print(f"trace {arch}: {passed} passed, {failed} failed, {skipped} skipped "
+          f"({', '.join(scripts)})")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -83,7 +83,8 @@ mount_rootfs() {
 	esac
 }
 
-trace_start() {
+# The bpftrace root filesystem, mounted once for all the scripts.
+trace_root() {
 	mount_rootfs || return 1
 	mount -t proc proc /rootfs/proc
 	mount -t sysfs sysfs /rootfs/sys
@@ -92,38 +93,63 @@ trace_start() {
 	mount -t tracefs tracefs /rootfs/sys/kernel/tracing
 	mount -t debugfs debugfs /rootfs/sys/kernel/debug
 	mount --bind /trace /rootfs/mnt/trace
+}
+
+# trace_start SCRIPT COMM: one bpftrace, its pid in /tmp/trace.SCRIPT.pid.
+trace_start() {
 	say "starting bpftrace $1 for $2"
-	chroot /rootfs /usr/bin/bpftrace "/mnt/trace/$1.bt" "$2" >/tmp/trace.log 2>&1 &
-	trace_pid=$!
-	# Its BEGIN probe runs once every probe is attached.
+	chroot /rootfs /usr/bin/bpftrace "/mnt/trace/$1.bt" "$2" >"/tmp/trace.$1.log" 2>&1 &
+	echo $! >"/tmp/trace.$1.pid"
+}
+
+# trace_ready SCRIPT: wait for its BEGIN probe, which runs once every probe
+# is attached.
+trace_ready() {
 	i=0
-	while ! grep -q "^TRACE READY" /tmp/trace.log; do
-		kill -0 "$trace_pid" 2>/dev/null || return 1
+	while ! grep -q "^TRACE READY" "/tmp/trace.$1.log"; do
+		kill -0 "$(cat "/tmp/trace.$1.pid")" 2>/dev/null || return 1
 		i=$((i + 1))
 		[ "$i" -lt 1800 ] || return 1
 		sleep 0.1
 	done
-	say "bpftrace attached after $((i / 10)) s"
+	say "bpftrace $1 attached after $((i / 10)) s"
 }
 
+# trace_stop SCRIPT [RC]: stop it (RC: it never started) and emit its log.
 trace_stop() {
-	kill -INT "$trace_pid" 2>/dev/null
-	wait "$trace_pid"
-	rc=$?
+	rc=${2:-}
+	if [ -z "$rc" ]; then
+		kill -INT "$(cat "/tmp/trace.$1.pid")" 2>/dev/null
+		wait "$(cat "/tmp/trace.$1.pid")"
+		rc=$?
+	fi
 	emit "SHSTK-LAB BEGIN trace:$1"
-	cat /tmp/trace.log >>"$out"
+	cat "/tmp/trace.$1.log" >>"$out" 2>/dev/null
 	emit "SHSTK-LAB END trace:$1 rc=$rc"
 }
 
-if [ -n "$trace" ]; then
+# shstk.trace=A,B,...: every script attached at once, before the first
+# program runs, each with a log of its own.
+traces=$(echo "$trace" | tr , ' ')
+if [ -n "$traces" ]; then
 	first=$(awk '!/^#/ && NF { print $2; exit }' /tests/list)
-	if ! trace_start "$trace" "$(basename "$first" | cut -c1-15)"; then
-		say "bpftrace did not start"
-		emit "SHSTK-LAB BEGIN trace:$trace"
-		cat /tmp/trace.log >>"$out" 2>/dev/null
-		emit "SHSTK-LAB END trace:$trace rc=255"
-		trace=
+	comm=$(basename "$first" | cut -c1-15)
+	if trace_root; then
+		for t in $traces; do
+			trace_start "$t" "$comm"
+		done
 	fi
+	started=
+	for t in $traces; do
+		if [ -f "/tmp/trace.$t.pid" ] && trace_ready "$t"; then
+			started="$started $t"
+		else
+			say "bpftrace $t did not start"
+			[ ! -f "/tmp/trace.$t.pid" ] || kill "$(cat "/tmp/trace.$t.pid")" 2>/dev/null
+			trace_stop "$t" 255
+		fi
+	done
+	traces=$started
 fi
 
 while read -r name prog timeout; do
@@ -137,7 +163,9 @@ while read -r name prog timeout; do
 	say "$name exited $rc"
 done </tests/list
 
-[ -z "$trace" ] || trace_stop "$trace"
+for t in $traces; do
+	trace_stop "$t"
+done
 # On a kernel with kmemleak, scan now and put any report on the console,
 # where the host looks for it.
 if [ -w /sys/kernel/debug/kmemleak ]; then

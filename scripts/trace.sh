@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make trace: boot the guest with the bpftrace root filesystem, attach a
-# trace/ script, run the token scenario (or PROG) under it, bring the log
-# back and check it against what the guest program saw.
+# make trace: boot the guest with the bpftrace root filesystem, attach
+# trace/ scripts, run the token scenario (or PROG) under them, bring the
+# logs back and check each against what the guest program saw.
 #
-#   scripts/trace.sh ARCH [EMU] [SCRIPT] [PROG]
+#   scripts/trace.sh ARCH [EMU] [SCRIPTS] [PROG]
 #
-# SCRIPT is a trace/ script name (default token-validation).  Leaves
-# out/<arch>[-bochs]/trace/ (console.log, guest.out) and
-# out/<arch>[-bochs]/trace-SCRIPT.log.
+# SCRIPTS: trace/ script names, comma-separated, all attached in one boot
+# (default: every script in trace/).  Leaves out/<arch>[-bochs]/trace/
+# (console.log, guest.out) and out/<arch>[-bochs]/trace-SCRIPT.log each.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 arch_vars "${1:-}"
 emu_vars "${2:-}"
-script=$(basename "${3:-token-validation}" .bt)
+scripts=()
+if [ -n "${3:-}" ]; then
+	IFS=, read -ra scripts <<<"$3"
+else
+	# Every script, not its arch parts (NAME.ARCH.bt).
+	for bt in "$SHSTK_TOP"/trace/*.bt; do
+		name=$(basename "$bt" .bt)
+		[[ $name == *.* ]] || scripts+=("$name")
+	done
+fi
+[ "${#scripts[@]}" -gt 0 ] || die "no trace scripts given"
+for i in "${!scripts[@]}"; do
+	scripts[i]=$(basename "${scripts[i]}" .bt)
+	[ -f "$SHSTK_TOP/trace/${scripts[i]}.bt" ] || die "no trace script trace/${scripts[i]}.bt"
+	rm -f "$EMU_OUT/trace-${scripts[i]}.log"
+done
+list=$(IFS=,; echo "${scripts[*]}")
 PROG=${4:-}
-[ -f "$SHSTK_TOP/trace/$script.bt" ] || die "no trace script trace/$script.bt"
 OUT=$EMU_OUT/trace
 
-rm -f "$EMU_OUT/trace-$script.log"
 if [ -n "$PROG" ]; then
 	build_kernel_and_guest --prog "$PROG"
 else
@@ -29,12 +43,12 @@ else
 fi
 rootfs=$("$SHSTK_TOP/scripts/build/rootfs.sh" "$ARCH")
 t0=$EPOCHREALTIME
-msg "booting $ARCH with bpftrace ($script); logs in $OUT"
+msg "booting $ARCH with bpftrace (${scripts[*]}); logs in $OUT"
 export SHSTK_ROOTFS=$rootfs
 run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" \
-	"$OUT" "${SHSTK_TRACE_TIMEOUT:-300}" "shstk.trace=$script" || true
+	"$OUT" "${SHSTK_TRACE_TIMEOUT:-300}" "shstk.trace=$list" || true
 rc=0
-PYTHONPATH=$SHSTK_TOP python3 -m checks.trace "$OUT" "$ARCH" "$script" \
-	"$EMU_OUT/trace-$script.log" "${PROG:+user}" || rc=$?
+PYTHONPATH=$SHSTK_TOP python3 -m checks.trace "$OUT" "$ARCH" "$list" "$EMU_OUT" \
+	"${PROG:+user}" || rc=$?
 msg "trace $ARCH: $(elapsed "$t0") s"
 exit "$rc"

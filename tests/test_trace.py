@@ -171,5 +171,55 @@ class VmasTest(unittest.TestCase):
         self.assertEqual({r[4] for r in rows if r[3] == "skip"}, {"no CET here"})
 
 
+P = 0xffff926c6ff8
+PROVENANCE = f"""TRACE READY errno-provenance comm=shstk_gdb
+accepted pid=4 token={P:#x} ret=11
+refused pid=4 token={P - 1:#x} ret=-22 origin=clone3_args_valid how=inferred
+refused pid=4 token={P - 0x2000:#x} ret=-22 origin=arch_shstk_validate_clone how=probed
+refused pid=4 token=0x4b4ff8 ret=-14 origin=shstk_validate_clone how=inferred
+refused pid=4 token={P:#x} ret=-22 origin=arch_shstk_validate_clone how=probed
+""".splitlines()
+PROVENANCE_SEEN = [(P, 0, "valid"), (P - 1, -22, "misaligned"), (P - 0x2000, -22, "no_token"),
+                   (0x4b4ff8, -14, "normal"), (P, -22, "reused")]
+
+
+class ProvenanceTest(unittest.TestCase):
+    def check(self, lines, seen=PROVENANCE_SEEN, shstk=True):
+        return trace.check_provenance(trace.parse_trace(lines), seen, shstk, "no CET here")
+
+    def test_a_consistent_log(self):
+        rows, problems = self.check(PROVENANCE)
+        self.assertEqual(problems, [])
+        self.assertEqual([r[3] for r in rows], ["pass"] * 5)
+
+    def test_an_errno_from_the_wrong_place_fails_its_row(self):
+        # The VMA check's EFAULT attributed to the pin: the row says so.
+        lines = [line.replace("origin=shstk_validate_clone how=inferred",
+                              "origin=pin_user_pages_remote how=probed") for line in PROVENANCE]
+        rows, problems = self.check(lines)
+        self.assertEqual([r[3] for r in rows], ["pass", "pass", "pass", "fail", "pass"])
+        self.assertIn("came from pin_user_pages_remote, not shstk_validate_clone", problems[0])
+
+    def test_accepted_where_the_guest_was_refused_fails(self):
+        # (the first line is bpftrace's TRACE READY)
+        lines = PROVENANCE[:5] + [f"accepted pid=4 token={P:#x} ret=12"]
+        _, problems = self.check(lines)
+        self.assertEqual(len(problems), 1, problems)
+
+    def test_missing_and_extra_calls_fail(self):
+        _, problems = self.check(PROVENANCE[:3])
+        self.assertTrue(any("not in the trace" in p for p in problems), problems)
+        _, problems = self.check(PROVENANCE, seen=PROVENANCE_SEEN[:4])
+        self.assertTrue(any("unexplained traced call" in p for p in problems), problems)
+
+    def test_without_shadow_stack_every_aligned_token_is_copy_threads(self):
+        # x86 under stock QEMU: the copy_thread hook refuses them all.
+        lines = [f"refused pid=4 token={P:#x} ret=-22 origin=copy_thread how=probed",
+                 PROVENANCE[2]]
+        seen = [(P, -22, "valid"), (P - 1, -22, "misaligned")]
+        rows, problems = self.check(lines, seen, shstk=False)
+        self.assertEqual(problems, [])
+        self.assertEqual([r[3] for r in rows], ["pass", "pass", "skip"])
+
 if __name__ == "__main__":
     unittest.main()
