@@ -13,7 +13,9 @@ SIGNS = [
     ("soft lockup", re.compile(r"watchdog: BUG: soft lockup")),
     ("lockdep", re.compile(r"WARNING: possible (circular|recursive) locking|inconsistent lock state")),
     ("kmemleak", re.compile(r"kmemleak: \d+ new suspected memory leaks|^unreferenced object 0x")),
-    ("RCU stall", re.compile(r"rcu: INFO: rcu_\w+ detected stalls")),
+    # A stall another CPU noticed ("detected stalls on CPUs/tasks"), or the
+    # stalled CPU itself ("self-detected stall on CPU").
+    ("RCU stall", re.compile(r"rcu: INFO: rcu_\w+ (self-)?detected stalls?")),
     ("hung task", re.compile(r"INFO: task .* blocked for more than")),
     # The general forms last: the specific ones above are also BUGs/WARNINGs.
     ("BUG", re.compile(r"\bBUG: |kernel BUG at")),

@@ -90,15 +90,17 @@ STEP_ALLOC = "2 copy_thread"
 STEP_COMMANDS = "2a debug commands"
 STEP_BEFORE = "3a token check: before"
 STEP_AFTER = "3b token check: after"
+STEP_ORACLE = "3c drgn oracle"
 STEP_NEWTASK = "4 new task"
 STEP_CHILD = "5 child's first user instruction"
 STEP_RETURNS = "clone3 returns"
 STEP_REFUSAL = "6 refusal"
 STEP_REFUSAL_RET = "6 refusal: clone3 returns"
 STEP_PATH = "path"
-# A step that may be a skip when the caller has a shadow stack: the live
-# shadow stack pointer is not shown by every gdbstub.
-MAY_SKIP = {STEP_CHILD}
+# Steps that may be a skip when the caller has a shadow stack: the live
+# shadow stack pointer is not shown by every gdbstub, and not every
+# emulator can dump the guest's memory for drgn.
+MAY_SKIP = {STEP_CHILD, STEP_ORACLE}
 
 
 def gdb_steps(case, shstk_on):
@@ -108,7 +110,7 @@ def gdb_steps(case, shstk_on):
     if st != "args":
         steps += [STEP_ALLOC, STEP_COMMANDS]
     if st == "accepted":
-        steps += [STEP_BEFORE, STEP_AFTER, STEP_NEWTASK, STEP_CHILD, STEP_RETURNS]
+        steps += [STEP_BEFORE, STEP_ORACLE, STEP_AFTER, STEP_NEWTASK, STEP_CHILD, STEP_RETURNS]
     else:
         steps += [STEP_REFUSAL_RET]
     if st == "token":

@@ -18,6 +18,7 @@ import os
 import re
 import struct
 import sys
+import time
 
 import gdb
 
@@ -249,11 +250,66 @@ def on_validate(run, case):
     if scenario.stage(case.name, run.shstk_on) != "accepted":
         return True
     expected = decode.expected_token(run.arch, case.token)
-    return run.record(scenario.STEP_BEFORE, case.name, "arch_shstk_validate_clone",
-                      "the word in the child's mm is the valid token",
-                      case.word_before == expected, token=case.token,
-                      word_before=case.word_before, expected_word=expected,
-                      new_pid=int(vtask["pid"]))
+    ok = run.record(scenario.STEP_BEFORE, case.name, "arch_shstk_validate_clone",
+                    "the word in the child's mm is the valid token",
+                    case.word_before == expected, token=case.token,
+                    word_before=case.word_before, expected_word=expected,
+                    new_pid=int(vtask["pid"]))
+    return ok & check_oracle(run, case, vtask)
+
+
+def check_oracle(run, case, vtask):
+    """Step 3c: drgn, reading a dump of the guest taken at this stop, finds
+    the shadow stack VMAs and the token word the helpers read
+    (checks/oracle.py).  The dump is kept only when they disagree."""
+    from checks import oracle
+    from shstk import qmp, vmas
+    expect = "drgn, from a dump of the guest at this stop, reads the helpers' " \
+        "shadow stack VMAs and token word"
+    qmp_path = os.environ.get("SHSTK_QMP")
+    if not qmp_path:
+        return run.skip(scenario.STEP_ORACLE, case.name, "drgn", expect,
+                        f"{run.emu} has no QMP to dump the guest's memory with")
+    try:
+        import drgn
+    except ImportError as e:
+        return run.record(scenario.STEP_ORACLE, case.name, "drgn", expect, False,
+                          error=f"no drgn in gdb's Python (the toolbox's python3-drgn): {e}")
+    helper_vmas = ss_vmas(vtask)
+    core = os.path.join(os.path.dirname(os.environ["SHSTK_STEPS"]), "vmcore")
+    t0 = time.monotonic()
+    try:
+        qmp.dump_guest_memory(qmp_path, core)
+        dumped = time.monotonic() - t0
+        drgn_vmas, drgn_word = oracle.read_with_drgn(
+            core, os.environ["SHSTK_VMLINUX"], int(case.mm), case.token,
+            vmas.shadow_stack_bit())
+    except NotImplementedError as e:
+        # drgn reads a user address through the mm's page tables, which it
+        # walks only on the architectures it has page table code for.
+        _remove(core)
+        return run.skip(scenario.STEP_ORACLE, case.name, "drgn", expect,
+                        f"drgn {drgn.__version__} cannot walk {run.arch} page tables ({e})")
+    except (OSError, qmp.QMPError, drgn.FaultError, drgn.MissingDebugInfoError,
+            ValueError, LookupError) as e:
+        return run.record(scenario.STEP_ORACLE, case.name, "drgn", expect, False,
+                          error=f"{type(e).__name__}: {e}", core=core)
+    problems = oracle.compare(helper_vmas, case.word_before, drgn_vmas, drgn_word)
+    if not problems:
+        _remove(core)
+    return run.record(scenario.STEP_ORACLE, case.name, "drgn", expect, not problems,
+                      problems=problems, helper_vmas=helper_vmas, drgn_vmas=drgn_vmas,
+                      token=case.token, token_word=drgn_word,
+                      dump_seconds=round(dumped, 2),
+                      seconds=round(time.monotonic() - t0, 2),
+                      core=core if problems else None)
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def on_validate_ret(run, case):

@@ -389,6 +389,11 @@ start_paused_vm() {
 	local emu=$1
 	shift
 	! declare -F emu_gdbstub_prepare >/dev/null || emu_gdbstub_prepare
+	VM_QMP=
+	if [ "$EMU_QMP" = yes ]; then
+		VM_QMP=$(qmp_socket "$1")
+		rm -f "$VM_QMP"
+	fi
 	GDB_PORT=$(free_port)
 	GDB_PORT=$GDB_PORT "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$emu" "$KBUILD_DIR/$KIMAGE" "$2" \
 		"$1" "$3" >"$1/boot.log" 2>&1 &
@@ -404,15 +409,18 @@ stop_vm() {
 	VM_PID=
 }
 
+# Where a paused VM's backend listens for QMP (EMU_QMP): qmp_socket OUTDIR
+qmp_socket() { echo "$1/qmp.sock"; }
+
 # What gdb/shstk/session.py reads: the kernel, its gdb scripts, the guest
-# program and the gdbstub's port.   export_gdb_env PROG
+# program, the gdbstub's port and the QMP socket, if any.   export_gdb_env PROG
 # The emulator's gdb capabilities go along (after emu_vars), so the gdb
 # scripts ask them and never the emulator's name.
 export_gdb_env() {
 	export SHSTK_VMLINUX=$KBUILD_DIR/vmlinux SHSTK_GDB_SCRIPTS=$KBUILD_DIR/vmlinux-gdb.py
 	export SHSTK_PROG=$1 SHSTK_PORT=$GDB_PORT SHSTK_ARCH=$ARCH SHSTK_EMU=$EMU
 	export SHSTK_EMU_BREAKPOINTS=$EMU_BREAKPOINTS SHSTK_EMU_SSP_REGISTER=$EMU_SSP_REGISTER
-	export SHSTK_EMU_NO_SHSTK_WHY=$EMU_NO_SHSTK_WHY
+	export SHSTK_EMU_NO_SHSTK_WHY=$EMU_NO_SHSTK_WHY SHSTK_QMP=${VM_QMP:-}
 }
 
 # Wait until something listens on 127.0.0.1:PORT (read from /proc/net/tcp,

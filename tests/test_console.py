@@ -25,11 +25,20 @@ class ScanTest(unittest.TestCase):
             "lockdep": "[    3.1] WARNING: possible circular locking dependency detected",
             "kmemleak": "[    3.1] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)",
             "soft lockup": "[    3.1] watchdog: BUG: soft lockup - CPU#0 stuck for 22s!",
+            "hung task": "[  240.1] INFO: task shstk_clone3:77 blocked for more than 120 seconds.",
         }
         for kind, line in cases.items():
             found = console.scan(CLEAN + line + "\n")
             self.assertEqual(len(found), 1, kind)
             self.assertEqual(found[0][0], kind, line)
+
+
+    def test_both_forms_of_an_rcu_stall(self):
+        # The riscv debug-kernel fuzz's console had the second form, which
+        # the scan once missed.
+        for line in ("[ 90.1] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
+                     "[ 1362.248207] rcu: INFO: rcu_sched self-detected stall on CPU"):
+            self.assertEqual(console.scan(CLEAN + line + "\n")[0][0], "RCU stall", line)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ PKGS=(
 	virtme-ng udev
 	libglib2.0-dev libpixman-1-dev libfdt-dev libattr1-dev libcap-ng-dev
 	meson ninja-build python3-venv pkg-config
+	python3-drgn
 )
 BACKPORTS=(qemu-system-data gdb-multiarch libelf-dev)
 for a in $(arch_names --all); do

@@ -48,6 +48,8 @@ emu_declare() {
 	EMU_XSTATE_FORMAT=compacted
 	EMU_POWEROFF_EXIT=1
 	EMU_RECORD_REPLAY=no
+	# No QMP: nothing to ask for a dump of the guest's memory.
+	EMU_QMP=no
 	EMU_RESULTS_DEV=/dev/ttyS1
 	# libata names the first disk sda (the CD-ROM on ata0-master is sr0).
 	EMU_ROOTFS_DEV=/dev/sda

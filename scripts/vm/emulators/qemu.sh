@@ -23,6 +23,9 @@
 #                         off (Bochs: 1, the same as on a panic; the console
 #                         log decides then)
 #     EMU_RECORD_REPLAY   "yes" if it can record and replay a run
+#     EMU_QMP             "yes" if a paused VM (GDB_PORT) also listens for
+#                         QMP on $(qmp_socket OUT) and can dump the guest's
+#                         memory as a core drgn opens (checks/oracle.py)
 #     EMU_RESULTS_DEV     the guest's device for the results channel
 #     EMU_ROOTFS_DEV      what the guest mounts the bpftrace root filesystem
 #                         from (guest/init.sh shstk.rootfs=)
@@ -82,6 +85,7 @@ emu_declare() {
 	EMU_BREAKPOINTS=hardware
 	EMU_POWEROFF_EXIT=0
 	EMU_RECORD_REPLAY=yes
+	EMU_QMP=yes
 	EMU_RESULTS_DEV=/dev/hvc0
 	EMU_ROOTFS_DEV=9p
 	EMU_CMDLINE=
@@ -129,8 +133,13 @@ emu_command() {
 			-device "virtio-9p-$virtio,fsdev=rootfs,mount_tag=rootfs")
 	fi
 	if [ -n "${GDB_PORT:-}" ]; then
-		# Paused at the first instruction until gdb continues it.
-		EMU_CMD+=(-gdb "tcp:127.0.0.1:$GDB_PORT" -S)
+		# Paused at the first instruction until gdb continues it.  QMP
+		# beside the gdbstub, for dump-guest-memory; the vmcoreinfo device
+		# is where the kernel (FW_CFG_SYSFS) says where its vmcoreinfo
+		# note is, which QEMU then puts in the dump.
+		# shellcheck disable=SC2054  # commas inside QEMU option values
+		EMU_CMD+=(-gdb "tcp:127.0.0.1:$GDB_PORT" -S
+			-qmp "unix:$(qmp_socket "$OUT"),server=on,wait=off" -device vmcoreinfo)
 	fi
 }
 
