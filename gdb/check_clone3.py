@@ -281,15 +281,9 @@ def check_oracle(run, case, vtask):
     try:
         qmp.dump_guest_memory(qmp_path, core)
         dumped = time.monotonic() - t0
-        drgn_vmas, drgn_word = oracle.read_with_drgn(
+        drgn_vmas, drgn_word, no_word = oracle.read_with_drgn(
             core, os.environ["SHSTK_VMLINUX"], int(case.mm), case.token,
             vmas.shadow_stack_bit())
-    except NotImplementedError as e:
-        # drgn reads a user address through the mm's page tables, which it
-        # walks only on the architectures it has page table code for.
-        _remove(core)
-        return run.skip(scenario.STEP_ORACLE, case.name, "drgn", expect,
-                        f"drgn {drgn.__version__} cannot walk {run.arch} page tables ({e})")
     except (OSError, qmp.QMPError, drgn.FaultError, drgn.MissingDebugInfoError,
             ValueError, LookupError) as e:
         return run.record(scenario.STEP_ORACLE, case.name, "drgn", expect, False,
@@ -297,9 +291,15 @@ def check_oracle(run, case, vtask):
     problems = oracle.compare(helper_vmas, case.word_before, drgn_vmas, drgn_word)
     if not problems:
         _remove(core)
+    if no_word:
+        # drgn reads a user address through the mm's page tables, which it
+        # walks only on the architectures it has page table code for: the
+        # VMAs are still checked, and the step says the word is not.
+        expect = "drgn, from a dump of the guest at this stop, reads the helpers' " \
+            f"shadow stack VMAs (not the token word: {no_word})"
     return run.record(scenario.STEP_ORACLE, case.name, "drgn", expect, not problems,
                       problems=problems, helper_vmas=helper_vmas, drgn_vmas=drgn_vmas,
-                      token=case.token, token_word=drgn_word,
+                      token=case.token, token_word=drgn_word if drgn_word is not None else "not read",
                       dump_seconds=round(dumped, 2),
                       seconds=round(time.monotonic() - t0, 2),
                       core=core if problems else None)
