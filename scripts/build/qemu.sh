@@ -12,7 +12,8 @@
 # with "git checkout", which rewrites only the files whose content changed,
 # so ninja rebuilds only what a patch touches.
 #
-#   scripts/build/qemu.sh ARCH          build if needed; print the binary's path
+#   scripts/build/qemu.sh ARCH          build if needed; print the binary's path,
+#                                       then what it is ("qemu VERSION + N patches (HASH)")
 #   scripts/build/qemu.sh --check       only check that the series applies
 #   scripts/build/qemu.sh --info ARCH   print "version patches hash" of the build
 #
@@ -147,6 +148,7 @@ inputs="qemu $QEMU_VERSION series $want edits ${edit_hash:-none} conf $conf_hash
 if [ -x "$BIN" ] && [ "$(cat "$BUILD/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
 	msg "QEMU up to date: $(sed -n 's/^id: //p' "$STAMP") ($BIN)"
 	echo "$BIN"
+	sed -n 's/^id: //p' "$STAMP"
 	exit 0
 fi
 rm -f "$BUILD/.shstk-inputs"
@@ -196,3 +198,4 @@ npatch=$(git_src rev-list --count shstk-base..HEAD)
 echo "$inputs" >"$BUILD/.shstk-inputs"
 msg "built $(sed -n 's/^id: //p' "$STAMP") -> $BIN"
 echo "$BIN"
+sed -n 's/^id: //p' "$STAMP"

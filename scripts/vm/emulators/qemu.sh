@@ -166,7 +166,7 @@ emu_build_command() {
 # Which QEMU: sets QEMU_BIN (the binary and its firmware options) and
 # EMU_BUILD (what the binary is, for the run's record, vm.json), and says it.
 qemu_select() {
-	local bin prog
+	local bin built prog
 	prog=$(arch_fact "$ARCH" qemu)
 	case "$QEMU_VARIANT" in
 	stock)
@@ -174,9 +174,11 @@ qemu_select() {
 		EMU_BUILD="stock $(tb "$prog" --version | sed -n '1s/.*version //p')"
 		;;
 	patched)
-		bin=$("$SHSTK_TOP/scripts/build/qemu.sh" "$ARCH") || die "building the patched QEMU failed"
+		# Its path, then what it is.
+		built=$("$SHSTK_TOP/scripts/build/qemu.sh" "$ARCH") || die "building the patched QEMU failed"
+		bin=${built%%$'\n'*}
 		QEMU_BIN=("$bin" -L /usr/share/seabios -L /usr/share/qemu)
-		EMU_BUILD="patched $("$SHSTK_TOP/scripts/build/qemu.sh" --info "$ARCH")"
+		EMU_BUILD="patched ${built#*$'\n'}"
 		;;
 	esac
 	msg "$ARCH QEMU: $EMU_BUILD"
