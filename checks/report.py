@@ -51,7 +51,7 @@ def apply_known(arch, programs, known, emu="qemu", build=""):
     An entry's arch is "ARCH" (any emulator), "ARCH/EMU", or "ARCH/EMU/KIND"
     for one kind of build of it: the first word of vm.json's emu_build
     ("stock" or "patched" for QEMU)."""
-    kind = build.split()[0] if build.split() else ""
+    kind = (build.split() or [""])[0]
     runs_as = {arch, f"{arch}/{emu}"} | ({f"{arch}/{emu}/{kind}"} if kind else set())
     for prog in programs:
         for (k_arch, k_prog, problem), why in known.items():

@@ -356,12 +356,13 @@ CHECKERS = {
 
 
 def check_script(script, progs, logdir, arch, seen, shstk_on, why, user):
-    """One script's log: (rows, problems); its log is copied to logdir."""
+    """One script's log: (rows, problems, the copy of its log written to
+    logdir, None when the guest sent none)."""
     trace = next((p for p in progs if p.name == f"trace:{script}"), None)
     logcopy = os.path.join(logdir, f"trace-{script}.log")
     problems = []
     if trace is None:
-        return [], [f"{script}: no trace:{script} block: bpftrace never ran"]
+        return [], [f"{script}: no trace:{script} block: bpftrace never ran"], None
     with open(logcopy, "w") as f:
         f.write("\n".join(trace.lines) + "\n")
     if trace.rc != 0:
@@ -375,7 +376,7 @@ def check_script(script, progs, logdir, arch, seen, shstk_on, why, user):
         # A script of the user's: only what holds for any script is checked.
         print(f"{arch:<7} (no check of the events of trace/{script}.bt: bpftrace, console and guest only)")
         rows, script_problems = [], []
-    return rows, problems + [f"{script}: {p}" for p in script_problems]
+    return rows, problems + [f"{script}: {p}" for p in script_problems], logcopy
 
 
 def main(argv):
@@ -413,8 +414,8 @@ def main(argv):
 
     passed = skipped = failed = 0
     for script in scripts:
-        rows, script_problems = check_script(script, progs, logdir, arch, seen, shstk_on,
-                                             why, user)
+        rows, script_problems, log = check_script(script, progs, logdir, arch, seen,
+                                                  shstk_on, why, user)
         print(f"{arch:<7} trace/{script}.bt")
         print(f"{'arch':<7} {'token':<18} {'clone3':>7}  where")
         for token, ret, where, verdict, reason in rows:
@@ -423,8 +424,7 @@ def main(argv):
                   + (f"  # SKIP {reason}" if verdict == "skip" else ""))
         for p in script_problems:
             print(f"{arch:<7} FAIL  {p}")
-        log = os.path.join(logdir, f"trace-{script}.log")
-        if os.path.exists(log):
+        if log:
             print(f"trace log: {log}")
         # Each row that checks out passes, each one not exercised is a skip;
         # every problem is a failure.

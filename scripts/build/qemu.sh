@@ -146,9 +146,9 @@ edit_hash=
 [ -z "$edits" ] || edit_hash=$(git_src diff HEAD | sha256sum | cut -c1-16)
 inputs="qemu $QEMU_VERSION series $want edits ${edit_hash:-none} conf $conf_hash"
 if [ -x "$BIN" ] && [ "$(cat "$BUILD/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
-	msg "QEMU up to date: $(sed -n 's/^id: //p' "$STAMP") ($BIN)"
-	echo "$BIN"
-	sed -n 's/^id: //p' "$STAMP"
+	id=$(sed -n 's/^id: //p' "$STAMP")
+	msg "QEMU up to date: $id ($BIN)"
+	printf '%s\n' "$BIN" "$id"
 	exit 0
 fi
 rm -f "$BUILD/.shstk-inputs"
@@ -196,6 +196,6 @@ npatch=$(git_src rev-list --count shstk-base..HEAD)
 } >"$STAMP"
 [ -z "$edit_hash" ] || sed -i "s/^id: .*/& + local edits $edit_hash/" "$STAMP"
 echo "$inputs" >"$BUILD/.shstk-inputs"
-msg "built $(sed -n 's/^id: //p' "$STAMP") -> $BIN"
-echo "$BIN"
-sed -n 's/^id: //p' "$STAMP"
+id=$(sed -n 's/^id: //p' "$STAMP")
+msg "built $id -> $BIN"
+printf '%s\n' "$BIN" "$id"
