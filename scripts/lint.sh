@@ -4,7 +4,9 @@
 # Static checks of the repository's own code: shellcheck on every shell
 # script, a byte-compile of every Python file and pyflakes on them (unused
 # imports and names, undefined names), and the kernel's checkpatch.pl (file
-# mode) on the guest C code.  KTAP, one line per check.
+# mode) on the guest C code, and QEMU's checkpatch.pl on patches/qemu/ (the
+# kernel series has its own step, check-series.sh).  KTAP, one line per
+# check.
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -14,9 +16,11 @@ mapfile -t shells < <(git ls-files '*.sh' scripts/tools/tb scripts/tools/apt-loc
 mapfile -t pys < <(git ls-files '*.py')
 mapfile -t cs < <(git ls-files 'guest/*.c' 'guest/*.h')
 checkpatch=$SHSTK_PATCHED_SRC/scripts/checkpatch.pl
+qemu_checkpatch=$SHSTK_CACHE/qemu/src/scripts/checkpatch.pl
+mapfile -t qemu_patches < <(series_list patches/qemu/series | sed 's|^|patches/qemu/|')
 
 echo "KTAP version 1"
-echo "1..4"
+echo "1..5"
 rc=0
 if ! command -v shellcheck >/dev/null; then
 	echo "not ok 1 shellcheck # shellcheck is not installed (apt-get install shellcheck)"
@@ -63,5 +67,16 @@ else
 	else
 		echo "ok 4 checkpatch guest C (warnings above)"
 	fi
+fi
+# QEMU's checkpatch.pl comes with its source, which the first QEMU build
+# fetches (scripts/build/qemu.sh).
+if [ ! -f "$qemu_checkpatch" ]; then
+	echo "ok 5 checkpatch patches/qemu # SKIP no QEMU source yet ($qemu_checkpatch)"
+elif out=$(perl "$qemu_checkpatch" -q "${qemu_patches[@]}" 2>&1); then
+	echo "ok 5 checkpatch patches/qemu (${#qemu_patches[@]} patches)"
+else
+	printf '%s\n' "$out" | sed 's/^/# /'
+	echo "not ok 5 checkpatch patches/qemu"
+	rc=1
 fi
 exit "$rc"

@@ -4,13 +4,17 @@
 # The project's QEMU: Debian's source package (sid's 1:10.2.2+ds-1, the newest
 # QEMU source the mirror serves), unpacked into the cache and committed there
 # as a pristine base (tag shstk-base), with patches/qemu/series applied on top
-# by git am, built out of tree, in the toolbox, one build directory per arch
-# whose config/arches.ini entry says qemu_from_source = yes, each for that
-# arch's system target only.  Incremental: nothing runs when the source, the
-# series and the configuration are those of the last build; otherwise the
-# series is re-applied in a scratch worktree and the tree moved to the result
-# with "git checkout", which rewrites only the files whose content changed,
-# so ninja rebuilds only what a patch touches.
+# by git am, built out of tree, in the toolbox.  One build directory serves
+# every arch whose config/arches.ini entry says qemu_from_source = yes: it is
+# configured for all their system targets, so the code they share (most of
+# QEMU) is compiled once, but ninja builds only the binary asked for.  Each
+# target has only the devices its arch's qemu_devices names (a devices file
+# written into the source tree, --without-default-devices).  Incremental:
+# nothing runs when the source, the series and the configuration are those
+# of the last build of that binary; otherwise the series is re-applied in a
+# scratch worktree and the tree moved to the result with "git checkout",
+# which rewrites only the files whose content changed, so ninja rebuilds
+# only what a patch touches.
 #
 #   scripts/build/qemu.sh ARCH          build if needed; print the binary's path,
 #                                       then what it is ("qemu VERSION + N patches (HASH)")
@@ -19,7 +23,7 @@
 #
 # The build has no firmware of its own (the +ds source has none): the
 # emulator backend passes the toolbox's Debian firmware with -L.  Writes
-# $SHSTK_CACHE/qemu/build-ARCH/shstk-qemu.txt: version, series and head.
+# $SHSTK_CACHE/qemu/build/shstk-BINARY.txt: version, series and head.
 set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -43,23 +47,43 @@ if [ "$mode" != check ]; then
 	arch_vars "$1"
 	[ "$(arch_fact "$ARCH" qemu_from_source)" = yes ] ||
 		die "config/arches.ini: $ARCH runs the toolbox's QEMU (qemu_from_source = no), there is no build of it"
-	# qemu-system-riscv64 -> riscv64-softmmu
 	QEMU_PROG=$(arch_fact "$ARCH" qemu)
-	TARGET=${QEMU_PROG#qemu-system-}-softmmu
-	BUILD=$QDIR/build-$ARCH
+	BUILD=$QDIR/build
 	BIN=$BUILD/$QEMU_PROG
-	STAMP=$BUILD/shstk-qemu.txt
+	STAMP=$BUILD/shstk-$QEMU_PROG.txt
 fi
 
-# Only what the harness uses: TCG for the arch's system target (its machine,
-# PVH boot on x86, serial, virtio, 9p for the trace root filesystem).
+# qemu-system-riscv64 -> riscv64
+qemu_target() { local prog; prog=$(arch_fact "$1" qemu) && echo "${prog#qemu-system-}"; }
+
+# Every from-source arch's target, and its devices file (name, then the
+# CONFIG_ lines), in arches.ini's order.
+TARGETS=() DEVICES=()
+for a in $(arch_names --all); do
+	[ "$(arch_fact "$a" qemu_from_source)" = yes ] || continue
+	t=$(qemu_target "$a")
+	TARGETS+=("$t-softmmu")
+	devices=$(arch_fact "$a" qemu_devices)
+	[ -n "$devices" ] || die "config/arches.ini: $a builds its QEMU from source but lists no qemu_devices"
+	# shellcheck disable=SC2086  # one symbol a word
+	DEVICES+=("$t" "$(printf 'CONFIG_%s=y\n' $devices)")
+done
+DEVICES_FILE=shstk-lab
+
+# Only what the harness uses: TCG for those targets with the devices the
+# harness boots (arches.ini, qemu_devices), 9p for the trace root
+# filesystem.
 # --enable-fdt=system: otherwise meson clones dtc from the network.
 # --disable-install-blobs: the +ds source has no firmware to install.
-CONFIGURE=(--target-list="${TARGET:-}" --without-default-features
+CONFIGURE=(--target-list="$(IFS=,; echo "${TARGETS[*]}")" --without-default-features
+	--without-default-devices
 	--enable-tcg --enable-virtfs --enable-attr --enable-cap-ng
 	--enable-fdt=system --disable-install-blobs --disable-docs
 	--disable-werror --disable-tools --disable-guest-agent --disable-debug-info
 	--cc="$SHSTK_HOST_CC" --cxx="$SHSTK_HOST_CXX" --host-cc="$SHSTK_HOST_CC")
+for ((i = 0; i < ${#DEVICES[@]}; i += 2)); do
+	CONFIGURE+=(--with-devices-"${DEVICES[i]}=$DEVICES_FILE")
+done
 
 git_src() { git -C "$SRC" -c user.name=shstk-lab -c user.email=shstk-lab@localhost "$@"; }
 
@@ -141,35 +165,44 @@ elif [ -n "$edits" ]; then
 	git_src status --short --untracked-files=no | head -n 20 >&2
 fi
 
-conf_hash=$(printf '%s\n' "${CONFIGURE[@]}" | sha256sum | cut -c1-16)
+conf_hash=$(printf '%s\n' "${CONFIGURE[@]}" "${DEVICES[@]}" | sha256sum | cut -c1-16)
 edit_hash=
 [ -z "$edits" ] || edit_hash=$(git_src diff HEAD | sha256sum | cut -c1-16)
 inputs="qemu $QEMU_VERSION series $want edits ${edit_hash:-none} conf $conf_hash"
-if [ -x "$BIN" ] && [ "$(cat "$BUILD/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
+INPUTS=$BUILD/.shstk-inputs-$QEMU_PROG
+if [ -x "$BIN" ] && [ "$(cat "$INPUTS" 2>/dev/null)" = "$inputs" ]; then
 	id=$(sed -n 's/^id: //p' "$STAMP")
 	msg "QEMU up to date: $id ($BIN)"
 	printf '%s\n' "$BIN" "$id"
 	exit 0
 fi
-rm -f "$BUILD/.shstk-inputs"
+rm -f "$INPUTS"
 
+# configure reads a target's devices from configs/devices/TARGET-softmmu/
+# in the source tree: the files are written there, untracked (git status
+# above does not count them as edits), from arches.ini.
 configure() {
+	local i
+	for ((i = 0; i < ${#DEVICES[@]}; i += 2)); do
+		printf '# written by shstk-lab scripts/build/qemu.sh from config/arches.ini\n%s\n' "${DEVICES[i + 1]}" \
+			>"$SRC/configs/devices/${DEVICES[i]}-softmmu/$DEVICES_FILE.mak"
+	done
 	rm -rf "$BUILD"
 	mkdir -p "$BUILD"
-	(cd "$BUILD" && tb "$SRC/configure" "${CONFIGURE[@]}") >"$QDIR/configure-$ARCH.log" 2>&1 || {
-		tail -n 20 "$QDIR/configure-$ARCH.log" >&2
-		die "configuring QEMU failed (full log: $QDIR/configure-$ARCH.log)"
+	(cd "$BUILD" && tb "$SRC/configure" "${CONFIGURE[@]}") >"$QDIR/configure.log" 2>&1 || {
+		tail -n 20 "$QDIR/configure.log" >&2
+		die "configuring QEMU failed (full log: $QDIR/configure.log)"
 	}
 	echo "$conf_hash" >"$BUILD/.shstk-config"
 }
 if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.shstk-config" 2>/dev/null)" != "$conf_hash" ]; then
-	step "configuring QEMU ($TARGET, TCG)" configure
+	step "configuring QEMU (TCG: ${TARGETS[*]})" configure
 fi
 
 # Progress: ninja's "[N/M] ..." lines go to the log; the terminal gets one
 # every 250 steps, and the errors.
 build() {
-	local log=$BUILD/build.log rc=0
+	local log=$BUILD/build-$QEMU_PROG.log rc=0
 	tb ninja -C "$BUILD" -j"$(nproc)" "$QEMU_PROG" 2>&1 | tee "$log" |
 		awk 'match($0, /^\[[0-9]+\/[0-9]+\]/) { s = substr($0, 2, RLENGTH - 2); split(s, a, "/");
 		       if (a[1] % 250 == 0 || a[1] == a[2]) printf "[build-qemu.sh]   %s steps\n", s > "/dev/stderr"; fflush() }
@@ -182,8 +215,8 @@ build() {
 cold=incremental
 [ -x "$BIN" ] || cold=cold
 t0=$EPOCHREALTIME
-step "building QEMU in $BUILD" build >&2
-printf '%s %s %.0f\n' "$(date -u +%FT%TZ)" "$cold" \
+step "building $QEMU_PROG in $BUILD" build >&2
+printf '%s %s %s %.0f\n' "$(date -u +%FT%TZ)" "$QEMU_PROG" "$cold" \
 	"$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" >>"$BUILD/shstk-build-times"
 
 head=$(git_src rev-parse --short HEAD)
@@ -195,7 +228,7 @@ npatch=$(git_src rev-list --count shstk-base..HEAD)
 	echo "id: qemu $QEMU_VERSION + $npatch patches ($want)"
 } >"$STAMP"
 [ -z "$edit_hash" ] || sed -i "s/^id: .*/& + local edits $edit_hash/" "$STAMP"
-echo "$inputs" >"$BUILD/.shstk-inputs"
+echo "$inputs" >"$INPUTS"
 id=$(sed -n 's/^id: //p' "$STAMP")
 msg "built $id -> $BIN"
 printf '%s\n' "$BIN" "$id"
