@@ -4,11 +4,13 @@
 # Bochs 3.0 with its gdbstub, from Debian trixie's own source package: Debian
 # builds Bochs with the internal debugger, and Bochs builds either that or
 # the gdbstub.  Same CPU features as Debian's (CET among them), rfb display
-# only, and two changes (emulators/bochs-gdbstub.patch): the stub read
-# whatever a linear address named, and crashed on a kernel address while the
-# CPU was still in real mode; and it stopped for gdb at every guest
-# exception (each page fault), which made a stepped boot crawl.  Built once into the cache, in the
-# toolbox; again when this script or the patch changes.
+# only, and the project's patches (patches/bochs/series, applied with git am
+# onto the pristine source, committed in the cache and tagged shstk-base):
+# the stub read whatever a linear address named, and crashed on a kernel
+# address while the CPU was still in real mode; and it stopped for gdb at
+# every guest exception (each page fault), which made a stepped boot crawl.
+# Built once into the cache, in the toolbox; again when this script or the
+# series changes.
 #
 #   scripts/build/bochs-gdb.sh      -> prints the path of the bochs binary
 set -euo pipefail
@@ -17,15 +19,17 @@ set -euo pipefail
 
 DIR=$SHSTK_CACHE/bochs-gdb
 BIN=$DIR/install/bin/bochs
-PATCH=$SHSTK_TOP/scripts/vm/emulators/bochs-gdbstub.patch
-want=$(cat "$0" "$PATCH" | sha256sum | cut -c1-16)
+PATCHES=$SHSTK_TOP/patches/bochs
+want=$({ cat "$0" && series_hash "$PATCHES"; } | sha256sum | cut -c1-16)
 if [ -x "$BIN" ] && [ "$(cat "$DIR/.shstk-bochs" 2>/dev/null)" = "$want" ]; then
 	echo "$BIN"
 	exit 0
 fi
 
+git_src() { git -C "$DIR/src" -c user.name=shstk-lab -c user.email=shstk-lab@localhost "$@"; }
+
 build() {
-	local src
+	local src orig
 	mkdir -p "$DIR"
 	cd "$DIR"
 	if ! ls bochs_*.orig.tar.* >/dev/null 2>&1; then
@@ -33,12 +37,18 @@ build() {
 		"$SHSTK_TOP/scripts/tools/apt-local" -qq source --download-only bochs >/dev/null 2>&1 || true
 		ls bochs_*.orig.tar.* >/dev/null 2>&1 || die "could not download Debian's bochs source"
 	fi
-	rm -rf src
+	orig=$(ls bochs_*.orig.tar.*)
+	rm -rf src src-am
 	mkdir src
 	tar -xf bochs_*.orig.tar.* -C src --strip-components=1
 	src=$DIR/src
 	cd "$src"
-	git apply -p1 "$PATCH" || die "$PATCH does not apply to Debian's bochs source"
+	git_src init -q
+	git_src add -A -f .
+	git_src commit -q -m "$orig (pristine, Debian's orig tarball)"
+	git_src tag shstk-base
+	git_am_series "$src" "$DIR/src-am" "$PATCHES" "Debian's bochs source"
+	git_src checkout -q -f --detach "$(git -C "$DIR/src-am" rev-parse HEAD)"
 	# Debian's feature set (debian/rules), with the gdbstub instead of the
 	# internal debugger, and no GUI toolkit but rfb.
 	tb env CC="$SHSTK_HOST_CC" CXX="$SHSTK_HOST_CXX" ./configure --prefix="$DIR/install" --with-rfb --with-nogui \
