@@ -48,19 +48,22 @@ static const char * const kind_names[TK_NR] = {
 };
 
 /*
- * Where user addresses end: TASK_SIZE with 4-level paging on x86 (its
- * highest), 48-bit VAs on arm64, Sv39 on riscv64.  A token at or above it is
- * not a user address.  Where a kernel has more (5-level paging, 52-bit VAs,
- * Sv48 or Sv57) the addresses in between are user ones, but nothing drawn
- * here is mapped there, so they give EFAULT all the same.  No kind draws a tagged address
- * (arm64 TBI), which would be a user address above this.
+ * Where user addresses end: TASK_SIZE with 4-level paging on x86, 48-bit VAs
+ * on arm64, Sv57 on riscv64 (its highest: the kernel takes the largest mode
+ * the CPU has, Sv57 on QEMU's "max", but Sv39 when built with KASAN, so the
+ * shadow stacks this maps sit above 1 << 38 in one kernel and below it in
+ * the other).  A token at or above it is not a user address.  Where a
+ * kernel has more than this (5-level paging, 52-bit VAs), or a riscv one
+ * less, the addresses in between are unmapped user ones or not user ones,
+ * and nothing drawn here is mapped there: EFAULT all the same.  No kind draws
+ * a tagged address (arm64 TBI), which would be a user address above this.
  */
 #if defined(__x86_64__)
 #define USER_ADDR_END	0x00007ffffffff000ULL
 #elif defined(__aarch64__)
 #define USER_ADDR_END	0x0001000000000000ULL
 #elif defined(__riscv)
-#define USER_ADDR_END	0x0000004000000000ULL
+#define USER_ADDR_END	0x0100000000000000ULL
 #else
 #error "fuzz_clone3: no code for this architecture (config/arches.ini)"
 #endif
@@ -183,9 +186,10 @@ static long expected(const struct call *c)
 
 	/*
 	 * A struct that ends inside the token field gives the kernel its low
-	 * bytes only (the rest reads as zero).  Of the kinds drawn here only
-	 * kernel and top page addresses change by that, and stay above
-	 * USER_ADDR_END: EFAULT.
+	 * bytes only (the rest reads as zero).  When that changes the address,
+	 * the kernel looks at another one, where nothing drawn here is
+	 * mapped: EFAULT (below), whether it is still above USER_ADDR_END or
+	 * not.
 	 */
 	if (c->size >= CLONE_ARGS_SIZE_VER3)
 		t = c->token;

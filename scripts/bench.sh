@@ -113,8 +113,8 @@ vng_ratio() {
 		elapsed "$t0"
 	done | median)
 	case "$ours $theirs" in
-	*failed*) echo "shstk-lab $ours s, virtme-ng $theirs s (see $log) | - | - | - |" ;;
-	*) awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "shstk-lab %.1f s, virtme-ng %.1f s: virtme-ng takes %.2fx | - | - | - |\n", a, b, b / a }' ;;
+	*failed*) echo "shstk-lab $ours s, virtme-ng $theirs s (see $log) | - | - | - | - |" ;;
+	*) awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "shstk-lab %.1f s, virtme-ng %.1f s: virtme-ng takes %.2fx | - | - | - | - |\n", a, b, b / a }' ;;
 	esac
 }
 
@@ -122,14 +122,14 @@ S=$SHSTK_TOP/scripts
 {
 	echo "# make bench, $(date -u +%F) ($(nproc) CPUs, $(free -g | awk '/^Mem/ { print $2 }') GiB, $(tb --versions 2>/dev/null | awk '/qemu-system-x86_64/ { print "QEMU " $5 }'))"
 	echo
-	echo "| figure | x86_64, QEMU with CET (patched) | x86_64, QEMU=stock (no CET) | x86_64, Bochs | arm64, QEMU |"
-	echo "|---|---|---|---|---|"
-	echo "| kernel build, cold, -j$(nproc) (s, one run) | $(cold x86_64) | (same kernel) | (same kernel) | $(cold arm64) |"
-	echo "| kernel rebuild, one-line kernel/fork.c change (s) | $(incremental x86_64) | (same kernel) | (same kernel) | $(incremental arm64) |"
-	echo "| boot to first test output, smoke (s) | $(first_output x86_64 qemu $((runs + 2))) | $(SHSTK_QEMU=stock first_output x86_64 qemu $((runs + 2))) | $(first_output x86_64 bochs "$runs") | $(first_output arm64 qemu $((runs + 2))) |"
-	echo "| make run (s) | $(timed "$runs" "$S/run.sh" run x86_64) | $(SHSTK_QEMU=stock timed "$runs" "$S/run.sh" run x86_64) | $(timed "$runs" "$S/run.sh" run x86_64 bochs) | $(timed "$runs" "$S/run.sh" run arm64) |"
-	echo "| make gdb-check (s) | $(timed "$runs" "$S/gdb-check.sh" x86_64) | - | $(timed "$runs" "$S/gdb-check.sh" x86_64 bochs) | $(timed "$runs" "$S/gdb-check.sh" arm64) |"
-	echo "| make trace (s) | $(timed "$runs" "$S/trace.sh" x86_64) | - | $(timed "$runs" "$S/trace.sh" x86_64 bochs) | $(timed "$runs" "$S/trace.sh" arm64) |"
+	echo "| figure | x86_64, QEMU with CET (patched) | x86_64, QEMU=stock (no CET) | x86_64, Bochs | arm64, QEMU | riscv64, QEMU (patched) |"
+	echo "|---|---|---|---|---|---|"
+	echo "| kernel build, cold, -j$(nproc) (s, one run) | $(cold x86_64) | (same kernel) | (same kernel) | $(cold arm64) | $(cold riscv64) |"
+	echo "| kernel rebuild, one-line kernel/fork.c change (s) | $(incremental x86_64) | (same kernel) | (same kernel) | $(incremental arm64) | $(incremental riscv64) |"
+	echo "| boot to first test output, smoke (s) | $(first_output x86_64 qemu $((runs + 2))) | $(SHSTK_QEMU=stock first_output x86_64 qemu $((runs + 2))) | $(first_output x86_64 bochs "$runs") | $(first_output arm64 qemu $((runs + 2))) | $(first_output riscv64 qemu $((runs + 2))) |"
+	echo "| make run (s) | $(timed "$runs" "$S/run.sh" run x86_64) | $(SHSTK_QEMU=stock timed "$runs" "$S/run.sh" run x86_64) | $(timed "$runs" "$S/run.sh" run x86_64 bochs) | $(timed "$runs" "$S/run.sh" run arm64) | $(timed "$runs" "$S/run.sh" run riscv64) |"
+	echo "| make gdb-check (s) | $(timed "$runs" "$S/gdb-check.sh" x86_64) | - | $(timed "$runs" "$S/gdb-check.sh" x86_64 bochs) | $(timed "$runs" "$S/gdb-check.sh" arm64) | $(timed "$runs" "$S/gdb-check.sh" riscv64) |"
+	echo "| make trace (s) | $(timed "$runs" "$S/trace.sh" x86_64) | - | $(timed "$runs" "$S/trace.sh" x86_64 bochs) | $(timed "$runs" "$S/trace.sh" arm64) | $(timed "$runs" "$S/trace.sh" riscv64) |"
 	echo "| same kernel and static program, boot to exit: shstk-lab vs virtme-ng 1.35 (--disable-kvm), QEMU=stock for both | $(SHSTK_QEMU=stock vng_ratio)"
 	echo
 	echo "Wall times in seconds: medians of $runs runs ($((runs + 2)) for QEMU boots and the"
