@@ -54,6 +54,14 @@ def clone3_outcome(caller, token):
     return d, word, caller_on, ok, why
 
 
+def _token_line(task, addr, d, word):
+    """shstk-token's line for the token at @addr of @task, from the VMA
+    @d holding it and the @word there, as already read."""
+    _, why = decode.token_verdict(tasks.arch(), addr, word)
+    shown = "not present" if word is None else f"{word:#018x}"
+    return f"pid {_pid(task)}: [{addr:#x}] = {shown}: {why}; {_where(d)}\n"
+
+
 def _where(d):
     if d is None:
         return "not in any VMA"
@@ -103,11 +111,7 @@ this architecture, and whether the address is in a shadow stack VMA."""
         with reading(f"the address {argv[0]!r}"):
             addr = int(gdb.parse_and_eval(argv[0])) & (2**64 - 1)
         task = _task_arg(argv, 1)
-        d = _vma_of(task, addr)
-        word = _word_at(task, addr & ~7)
-        _, why = decode.token_verdict(tasks.arch(), addr, word)
-        shown = "not present" if word is None else f"{word:#018x}"
-        gdb.write(f"pid {_pid(task)}: [{addr:#x}] = {shown}: {why}; {_where(d)}\n")
+        gdb.write(_token_line(task, addr, _vma_of(task, addr), _word_at(task, addr & ~7)))
 
 
 class ShstkSsp(gdb.Command):
@@ -167,10 +171,11 @@ the word)."""
         gdb.write(f"shadow_stack_token {token:#x}\n")
         if not token:
             return
-        gdb.execute(f"shstk-token {token:#x}")
         with reading("the task on the selected CPU (the caller)"):
             caller = tasks.on_cpu()
-        _, _, caller_on, ok, why = clone3_outcome(caller, token)
+        # One read of the VMA and the word, for the token line and the verdict.
+        d, word, caller_on, ok, why = clone3_outcome(caller, token)
+        gdb.write(_token_line(caller, token, d, word))
         state = {True: "has", False: "has no", None: "may have a"}[caller_on]
         gdb.write(f"clone3(): {'accepted' if ok else 'refused'}: {why} "
                   f"(the caller, pid {_pid(caller)}, {state} shadow stack)\n")
