@@ -32,7 +32,7 @@ ALL_ARCHES := $(or $(ARCH),$(ARCHES))
 S := scripts
 
 .PHONY: help toolbox kernel smoke run test check-series unit lint debug gdb-check \
-	trace fuzz bench clean
+	trace replay replay-check fuzz bench clean
 
 help:
 	@echo "shstk-lab targets (ARCH=$(subst $(eval) ,|,$(ARCHES)), EMU=qemu|bochs, PROG=static-binary):"
@@ -50,6 +50,10 @@ help:
 	@echo "                            (stock: x86 without CET, refusal paths only)"
 	@echo "  make debug ARCH= [EMU=]   emulator paused + gdb with the kernel's and shstk-lab's helpers"
 	@echo "  make gdb-check [ARCH=] [EMU=]  scripted, checked gdb step-through of clone3 with a token"
+	@echo "  make replay ARCH=         record one round of the token race (QEMU record/replay), then gdb"
+	@echo "                            on the replay, which runs backwards (reverse-continue, -stepi)"
+	@echo "  make replay-check [ARCH=] the same, scripted: two replays must stop alike, a third runs"
+	@echo "                            back from the winner's child to the token's consumption"
 	@echo "  make trace [ARCH=] [SCRIPT=a,b] [PROG=]  bpftrace in the guest (every trace/ script at"
 	@echo "                            once, or those named), each log checked"
 	@echo "  make fuzz [ARCH=] [SEED=] [CALLS=] [ROUNDS=] [JOBS=]  clone3 fuzzer + token race on a KASAN/lockdep kernel"
@@ -89,6 +93,12 @@ debug:
 
 gdb-check:
 	@rc=0; for a in $(ALL_ARCHES); do $(S)/gdb-check.sh $$a $(EMU) || rc=1; done; exit $$rc
+
+replay:
+	$(S)/replay.sh $(ONE_ARCH) $(EMU)
+
+replay-check:
+	@rc=0; for a in $(ALL_ARCHES); do $(S)/replay.sh --check $$a $(EMU) || rc=1; done; exit $$rc
 
 # SCRIPT=a,b: trace/ scripts, all in one boot; unset: every one
 SCRIPT ?=

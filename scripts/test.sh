@@ -7,7 +7,8 @@
 #   the series (git am, checkpatch) -> unit tests (host, no VM) -> lint
 #   -> per arch: kernel build -> per emulator: its build if it is the
 #      project's own (x86: QEMU with CET in TCG) -> smoke boot -> the guest
-#      suite -> gdb-check -> trace (every script, one boot) -> short fuzz; x86 runs all of them under
+#      suite -> gdb-check -> trace (every script, one boot) -> replay (QEMU:
+#      record/replay, reverse execution) -> short fuzz; x86 runs all of them under
 #      QEMU and again under Bochs, and then compares the two suites'
 #      verdicts case by case
 #
@@ -78,6 +79,11 @@ for a in $arches; do
 		run_step "gdb-check-$tag" gdbsteps scripts/gdb-check.sh "$a" "$emu"
 		# Every trace/ script in one boot, each log checked on its own.
 		run_step "trace-$tag" gdbsteps scripts/trace.sh "$a" "$emu"
+		# One round of the token race recorded, replayed twice (the same
+		# stops) and, where the emulator can, run backwards under gdb.
+		if [ "$EMU_RECORD_REPLAY" = yes ] && [ -z "$EMU_NO_SHSTK_WHY" ]; then
+			run_step "replay-$tag" gdbsteps scripts/replay.sh --check "$a" "$emu"
+		fi
 		# A short fuzz on the normal kernel (make fuzz is the long one, on
 		# the debug kernel); its seed is in the log.  Not where the guest
 		# has no shadow stack: it would fuzz the refusal path only.

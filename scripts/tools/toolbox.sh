@@ -20,8 +20,8 @@ ROOT=$TB/root
 # disk; virtme-ng is what make bench compares boots against; the -dev
 # libraries, meson, ninja and pkg-config build the project's QEMU,
 # scripts/build-qemu.sh); the ones
-# listed in BACKPORTS come from trixie-backports (QEMU 11.1, gdb 18 and the
-# libelf that gdb 18 needs).
+# listed in BACKPORTS come from trixie-backports (QEMU 11.1, its qemu-img for
+# make replay's snapshot disk, gdb 18 and the libelf that gdb 18 needs).
 # Each architecture's compiler, libraries and QEMU come from its entry in
 # config/arches.ini (packages, qemu_package); a package named PKG/forky
 # comes from forky, with what it needs from there (apt says "because of").
@@ -35,7 +35,7 @@ PKGS=(
 	meson ninja-build python3-venv pkg-config
 	python3-drgn
 )
-BACKPORTS=(qemu-system-data gdb-multiarch libelf-dev)
+BACKPORTS=(qemu-system-data qemu-utils gdb-multiarch libelf-dev)
 for a in $(arch_names --all); do
 	read -ra more <<<"$(arch_fact "$a" packages)"
 	PKGS+=("${more[@]}")

@@ -48,6 +48,7 @@ emu_declare() {
 	EMU_XSTATE_FORMAT=compacted
 	EMU_POWEROFF_EXIT=1
 	EMU_RECORD_REPLAY=no
+	EMU_NO_REVERSE_WHY="Bochs does not record and replay"
 	# No QMP: nothing to ask for a dump of the guest's memory.
 	EMU_QMP=no
 	EMU_RESULTS_DEV=/dev/ttyS1

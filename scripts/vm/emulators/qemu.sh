@@ -22,7 +22,10 @@
 #     EMU_POWEROFF_EXIT   the emulator's exit status when the guest powers
 #                         off (Bochs: 1, the same as on a panic; the console
 #                         log decides then)
-#     EMU_RECORD_REPLAY   "yes" if it can record and replay a run
+#     EMU_RECORD_REPLAY   "yes" if it can record a run and replay it
+#                         under gdb (SHSTK_RR_MODE, below; scripts/replay.sh)
+#     EMU_NO_REVERSE_WHY  why gdb cannot run such a replay backwards here
+#                         ("" when it can)
 #     EMU_QMP             "yes" if a paused VM (GDB_PORT) also listens for
 #                         QMP on $(qmp_socket OUT) and can dump the guest's
 #                         memory as a core drgn opens (checks/oracle.py)
@@ -41,8 +44,10 @@
 #   emu_command    fills EMU_CMD (the command line) and EMU_MATCH (a string
 #                  only this run's emulator has on its command line: what
 #                  vm/boot.sh's last-resort cleanup kills), from KERNEL,
-#                  INITRD, KERNEL_CMDLINE, OUT and optionally GDB_PORT and
-#                  SHSTK_ROOTFS
+#                  INITRD, KERNEL_CMDLINE, OUT and optionally GDB_PORT,
+#                  SHSTK_ROOTFS, and SHSTK_RR_MODE ("record" or "replay")
+#                  with SHSTK_RR_DIR (where the recording is) where
+#                  EMU_RECORD_REPLAY is yes
 #
 # Why these settings:
 #  - arm64 "-M virt -cpu max" is the only way to get FEAT_GCS (QEMU >= 10.2).
@@ -75,18 +80,36 @@
 #    console.log.
 #  - gdb: QEMU's gdbstub resolves names and takes hardware breakpoints on
 #    user addresses; arm64's GCSPR_EL0 is in its system-register feature.
+#  - record/replay (SHSTK_RR_MODE): QEMU records every nondeterministic
+#    input into SHSTK_RR_DIR/replay.bin under -icount, and its replay is
+#    the same run again, instruction for instruction, that gdb can run
+#    backwards (reverse-stepi, reverse-continue).  QEMU refuses it with
+#    more than one CPU.  Reverse execution starts from a snapshot
+#    ("init", taken at the start of the recording) that needs a qcow2
+#    disk to live in, attached to nothing.  Record and replay must have the
+#    same machine: no QMP and no vmcoreinfo device on the replay either;
+#    the console and results files may differ (the replay writes them
+#    again).  No virtio-serial: with it, a replay that loads a snapshot
+#    never ends.
 
 # shellcheck disable=SC2034  # read by lib.sh, vm/boot.sh and the gdb scripts
 emu_declare() {
 	qemu_variant
 	EMU_SMP=2
 	[ -z "${GDB_PORT:-}" ] || EMU_SMP=1
+	[ -z "${SHSTK_RR_MODE:-}" ] || EMU_SMP=1
 	EMU_HOST_THREADS=2
 	EMU_BREAKPOINTS=hardware
 	EMU_POWEROFF_EXIT=0
 	EMU_RECORD_REPLAY=yes
+	EMU_NO_REVERSE_WHY=
+	[ "$QEMU_VARIANT" != patched ] ||
+		EMU_NO_REVERSE_WHY="the project's QEMU is 10.2.2, whose reverse-continue never came back here; Debian's 11.1.3 runs replays backwards (arm64, and riscv64 with QEMU=stock)"
 	EMU_QMP=yes
+	[ -z "${SHSTK_RR_MODE:-}" ] || EMU_QMP=no
 	EMU_RESULTS_DEV=/dev/hvc0
+	# A recording's results share the serial line (see emu_command).
+	[ -z "${SHSTK_RR_MODE:-}" ] || EMU_RESULTS_DEV=/dev/$KCONSOLE
 	EMU_ROOTFS_DEV=9p
 	EMU_CMDLINE=
 	# The arch's register, from config/arches.ini; x86's stock QEMU has none.
@@ -120,26 +143,67 @@ emu_command() {
 	*) die "config/arches.ini: virtio for $ARCH must be pci or mmio" ;;
 	esac
 	EMU_CMD=("${qemu[@]}" -M "$(arch_fact "$ARCH" qemu_machine)" -cpu "$(arch_fact "$ARCH" qemu_cpu)"
-		-smp "$EMU_SMP" -m 1G -device "virtio-serial-$virtio")
+		-smp "$EMU_SMP" -m 1G)
 	# shellcheck disable=SC2054  # commas inside QEMU option values
 	EMU_CMD+=(-kernel "$KERNEL" -initrd "$INITRD" -append "$KERNEL_CMDLINE"
-		-nodefaults -display none -monitor none -no-reboot
-		-serial "file:$OUT/console.log"
-		-chardev "file,id=results,path=$OUT/guest.out"
-		-device virtconsole,chardev=results)
+		-nodefaults -display none -monitor none -no-reboot)
+	if [ -z "${SHSTK_RR_MODE:-}" ]; then
+		# shellcheck disable=SC2054  # commas inside QEMU option values
+		EMU_CMD+=(-serial "file:$OUT/console.log"
+			-device "virtio-serial-$virtio"
+			-chardev "file,id=results,path=$OUT/guest.out"
+			-device virtconsole,chardev=results)
+	else
+		# A replay that loads a snapshot (reverse execution does) with a
+		# virtio-serial device never ends (QEMU 10.2 and 11.1, both
+		# transports): under record/replay the results share the serial
+		# line, and QEMU writes what it carries to both files.
+		# shellcheck disable=SC2054  # commas inside QEMU option values
+		EMU_CMD+=(-chardev "file,id=serial,path=$OUT/console.log,logfile=$OUT/guest.out"
+			-serial chardev:serial)
+	fi
 	if [ -n "${SHSTK_ROOTFS:-}" ]; then
 		# The bpftrace root filesystem, read-only over 9p (mount tag "rootfs").
 		EMU_CMD+=(-fsdev "local,id=rootfs,path=$SHSTK_ROOTFS,security_model=none,readonly=on"
 			-device "virtio-9p-$virtio,fsdev=rootfs,mount_tag=rootfs")
 	fi
-	if [ -n "${GDB_PORT:-}" ]; then
-		# Paused at the first instruction until gdb continues it.  QMP
-		# beside the gdbstub, for dump-guest-memory; the vmcoreinfo device
-		# is where the kernel (FW_CFG_SYSFS) says where its vmcoreinfo
-		# note is, which QEMU then puts in the dump.
+	if [ -n "${SHSTK_RR_MODE:-}" ]; then
+		case "$SHSTK_RR_MODE" in
+		record | replay) ;;
+		*) die "SHSTK_RR_MODE must be record or replay (is '$SHSTK_RR_MODE')" ;;
+		esac
 		# shellcheck disable=SC2054  # commas inside QEMU option values
-		EMU_CMD+=(-gdb "tcp:127.0.0.1:$GDB_PORT" -S
-			-qmp "unix:$(qmp_socket "$OUT"),server=on,wait=off" -device vmcoreinfo)
+		EMU_CMD+=(-icount "shift=auto,rr=$SHSTK_RR_MODE,rrfile=$SHSTK_RR_DIR/replay.bin,rrsnapshot=init"
+			-rtc clock=vm -drive "file=$OUT/rr-snapshots.qcow2,if=none,id=rr-snapshots,format=qcow2")
+	fi
+	if [ -n "${GDB_PORT:-}" ]; then
+		# Paused at the first instruction until gdb continues it.
+		EMU_CMD+=(-gdb "tcp:127.0.0.1:$GDB_PORT" -S)
+		# QMP beside the gdbstub, for dump-guest-memory; the vmcoreinfo
+		# device is where the kernel (FW_CFG_SYSFS) says where its
+		# vmcoreinfo note is, which QEMU then puts in the dump.  Not on a
+		# replay: it would not be the machine that was recorded.
+		# shellcheck disable=SC2054  # commas inside QEMU option values
+		[ -n "${SHSTK_RR_MODE:-}" ] ||
+			EMU_CMD+=(-qmp "unix:$(qmp_socket "$OUT"),server=on,wait=off" -device vmcoreinfo)
+	fi
+}
+
+# The snapshot disk of a recording or a replay, its own and empty: the
+# recording writes its "init" snapshot there, a replay loads it (it must be
+# the recording's, so a replay's disk starts as a copy of it) and adds the
+# ones gdb's reverse execution takes.  A snapshot left from another run
+# would be taken for one of this one.
+emu_prepare() {
+	[ -n "${SHSTK_RR_MODE:-}" ] || return 0
+	rm -f "$OUT/rr-snapshots.qcow2"
+	if [ "$SHSTK_RR_MODE" = record ]; then
+		rm -f "$SHSTK_RR_DIR/replay.bin"
+		tb qemu-img create -q -f qcow2 "$OUT/rr-snapshots.qcow2" 128M
+	else
+		[ -f "$SHSTK_RR_DIR/rr-snapshots.qcow2" ] ||
+			die "no $SHSTK_RR_DIR/rr-snapshots.qcow2: the recording's snapshot disk"
+		cp "$SHSTK_RR_DIR/rr-snapshots.qcow2" "$OUT/rr-snapshots.qcow2"
 	fi
 }
 

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make replay: record one round of the clone3() token race
+# (guest/token_race.c) under QEMU's record/replay, then replay it under gdb,
+# which can run it backwards: from where the losing racer gets EINVAL back
+# into the winner's arch_shstk_validate_clone(), where the token word goes
+# from the token to 0.
+#
+#   scripts/replay.sh ARCH [EMU]          record, then an interactive gdb on
+#                                         the replay (gdb/replay.py)
+#   scripts/replay.sh --check ARCH [EMU]  record; replay twice, logging every
+#                                         stop of the race (they must be the
+#                                         same); replay a third time, from the
+#                                         winner's child backwards to the
+#                                         consumption (gdb/check_replay.py);
+#                                         judged by checks/replay.py
+#
+# Leaves out/<arch>/replay/: record/ (replay.bin, snapshots.qcow2 and the
+# recorded run's console.log, guest.out, vm.json), and one directory per
+# replay (stops-1/, stops-2/, reverse/, or gdb/ for the interactive one)
+# with gdb's log, its step log and the replayed console.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+check=
+if [ "${1:-}" = --check ]; then
+	check=yes
+	shift
+fi
+arch_vars "${1:-}"
+emu_vars "${2:-}"
+[ "$EMU_RECORD_REPLAY" = yes ] ||
+	die "$EMU cannot record and replay a run; make replay runs under QEMU"
+[ -z "$EMU_NO_SHSTK_WHY" ] ||
+	die "$ARCH under $EMU has no user shadow stacks ($EMU_NO_SHSTK_WHY): no token to race on"
+OUT=$EMU_OUT/replay
+RR=$OUT/record
+TIMEOUT=${SHSTK_REPLAY_TIMEOUT:-300}
+GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-180}
+build_kernel_and_guest replay
+prog=$SHSTK_CACHE/guest/$ARCH/bin/token_race
+rm -rf "$OUT"
+mkdir -p "$RR"
+trap stop_vm EXIT
+exit_on_signals
+# The project's QEMU is built before anything is timed.
+! declare -F emu_gdbstub_prepare >/dev/null || emu_gdbstub_prepare
+
+t0=$EPOCHREALTIME
+rc=0
+SHSTK_RR_MODE=record SHSTK_RR_DIR=$RR run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" \
+	"$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$RR" "$TIMEOUT" >"$RR/boot.log" 2>&1 || rc=$?
+msg "recorded in $(elapsed "$t0") s (emulator exit $rc): $RR/replay.bin, $(du -k "$RR/replay.bin" 2>/dev/null | cut -f1) KiB"
+[ -s "$RR/replay.bin" ] || die "the recording left no $RR/replay.bin (see $RR/emulator.log)"
+
+# Replay the recording paused under the gdbstub (a replay is the recorded
+# machine, so the same kernel and image) and run gdb with SCRIPT on it, in
+# batch unless interactive.   replay_under_gdb DIR SCRIPT [batch]
+replay_under_gdb() {
+	local dir=$1 script=$2 batch=${3:-} rc=0 t1=$EPOCHREALTIME
+	mkdir -p "$dir"
+	SHSTK_RR_MODE=replay SHSTK_RR_DIR=$RR start_paused_vm "$EMU" "$dir" "$GUEST_IMAGE" \
+		"$((GDB_TIMEOUT + 30))"
+	export_gdb_env "$prog"
+	if [ -n "$batch" ]; then
+		SHSTK_STEPS=$dir/steps.jsonl run_child "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$GDB_TIMEOUT" \
+			gdb-multiarch -q -batch -nx -x "$script" >"$dir/gdb.log" 2>&1 || rc=$?
+		grep '^\[replay\]' "$dir/gdb.log" >&2 || true
+		[ "$rc" -ne 124 ] || msg "gdb timed out after $GDB_TIMEOUT s"
+	else
+		SHSTK_STEPS=$dir/steps.jsonl tb gdb-multiarch -q -nx -x "$script" || rc=$?
+	fi
+	stop_vm
+	echo "$rc" >"$dir/gdb.rc"
+	msg "$(basename "$dir"): gdb exit $rc in $(elapsed "$t1") s"
+}
+
+if [ -z "$check" ]; then
+	[ -z "$EMU_NO_REVERSE_WHY" ] || warn "gdb cannot run this replay backwards: $EMU_NO_REVERSE_WHY"
+	msg "gdb on the replay of $RR; quitting gdb ends it"
+	replay_under_gdb "$OUT/gdb" "$SHSTK_TOP/gdb/replay.py"
+	exit 0
+fi
+SHSTK_REPLAY_MODE=stops replay_under_gdb "$OUT/stops-1" "$SHSTK_TOP/gdb/check_replay.py" batch
+SHSTK_REPLAY_MODE=stops replay_under_gdb "$OUT/stops-2" "$SHSTK_TOP/gdb/check_replay.py" batch
+if [ -z "$EMU_NO_REVERSE_WHY" ]; then
+	SHSTK_REPLAY_MODE=reverse replay_under_gdb "$OUT/reverse" "$SHSTK_TOP/gdb/check_replay.py" batch
+else
+	# Not run, and why: checks/replay.py reports it as a skip.
+	mkdir -p "$OUT/reverse"
+	echo "$EMU_NO_REVERSE_WHY" >"$OUT/reverse/not-run"
+	msg "reverse: not run: $EMU_NO_REVERSE_WHY"
+fi
+msg "replay $ARCH: $(elapsed "$t0") s"
+PYTHONPATH=$SHSTK_TOP python3 -m checks.replay "$OUT" "$ARCH"
