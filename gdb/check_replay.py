@@ -38,12 +38,14 @@ CHILD = "race_child_entry"
 SNAPSHOT = "token-race-main"
 PARENT = "race_parent_return"
 # The race has seven stops: two token checks, their returns, one child,
-# two racers back from clone3().  More means something else hit them.
+# two racers back from clone3() (checks/replay.py requires exactly these).
 RACE_STOPS = 7
 U64 = 2**64 - 1
 # The kinds of the breakpoints that stopped during the last command, from
 # their stop() (see go()).
 HITS = []
+# The racing program's address space, once a stop of it could read it.
+ADDRESS_SPACE = {}
 
 
 def icount():
@@ -99,16 +101,38 @@ class RaceStop(gdb.Breakpoint):
 
     def stop(self):
         _, comm = current()
-        # A user-mode stop whose task cannot be read is at an address of
-        # the racing program's own text: it is the program.
-        ours = comm in (PROG_COMM, None)
+        if comm is not None:
+            ours = comm == PROG_COMM
+            if ours and ADDRESS_SPACE.get("ours") is None:
+                ADDRESS_SPACE["ours"] = address_space()
+        else:
+            # A user-mode stop whose task cannot be read (riscv): the
+            # program's if it runs in the program's address space, as
+            # read at an earlier stop of it; before any, at an address of
+            # its own text, taken to be it.
+            known = ADDRESS_SPACE.get("ours")
+            ours = known is None or address_space() == known
         if ours:
             HITS.append(self.kind)
         return ours
 
 
+def address_space():
+    """What identifies the CPU's user address space where a task cannot be
+    read from a user-mode stop (ArchOps.address_space), or None."""
+    from shstk import archops
+    try:
+        return archops.ops().address_space()
+    except gdb.error:
+        return None
+
+
 class Returned(gdb.FinishBreakpoint):
-    """The return of the token check gdb stopped in."""
+    """The return of the token check gdb stopped in.  gdb deletes it at any
+    stop whose stack no longer holds its frame, so it can only report a
+    return that is the next stop: with one CPU a token check returns before
+    another racer runs, and if one did not, the race's stops would not be
+    what checks/replay.py requires (a failure, not a pass)."""
 
     kind = "validate_ret"
 
@@ -191,7 +215,9 @@ def run_stops(log):
 
 class Consumer(RaceStop):
     """arch_shstk_validate_clone() called while the token is still there:
-    run backwards into, that is the call that consumed it."""
+    run backwards into, that is the call that consumed it.  (So the reverse
+    stop always finds the token; what proves it is the consumption is that
+    it comes at the instruction count and task the forward replays saw.)"""
 
     def __init__(self):
         super().__init__("validate", VALIDATE)

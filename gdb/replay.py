@@ -28,8 +28,9 @@ instruction, and it runs backwards too.
   continue / finish       the next token check / its return: 0 for the winner,
                           -22 (EINVAL) for the loser
   shstk-clone-args        the token and the word there now
-  reverse-continue        back to the previous token check: from the loser's into
-                          the winner's, where the word is still the token
+  reverse-continue        back to the previous token check (from the loser's return:
+                          first its own call, then the winner's, where the word is
+                          still the token)
   reverse-stepi, reverse-finish   one instruction back / back to the caller
   monitor info replay     the instruction count here
   user labels: race_child_entry (the winner's child's first instruction),
@@ -46,12 +47,16 @@ def main():
     archops.keep_described_locations(bp)
     bp.condition = '$_streq($shstk_comm(), "token_race")'
     gdb.write(BANNER.format(arch=os.environ.get("SHSTK_ARCH", "?")))
+    no_reverse = os.environ.get("SHSTK_NO_REVERSE_WHY")
+    if no_reverse:
+        gdb.write(f"  (this replay runs forward only: {no_reverse})\n")
     if sys.stdin.isatty():
         return
     # No one at the keyboard: the way the banner describes, once.
-    for command in ("continue", "shstk-clone-args", "finish", "continue",
-                    "shstk-clone-args", "finish", "reverse-continue", "reverse-continue",
-                    "shstk-clone-args", "monitor info replay"):
+    walk = ["continue", "shstk-clone-args", "finish", "continue", "shstk-clone-args", "finish"]
+    if not no_reverse:
+        walk += ["reverse-continue", "reverse-continue", "shstk-clone-args"]
+    for command in walk + ["monitor info replay"]:
         gdb.write(f"(gdb) {command}\n")
         try:
             gdb.execute(command)

@@ -16,9 +16,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
-#include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -38,7 +38,7 @@ struct racer {
 	long ret;		/* its clone3(): the child's pid, or -errno */
 };
 
-static volatile int go;
+static int go;		/* read and written with __atomic builtins */
 static struct racer racers[2];
 static char racer_stacks[2][STACK] __attribute__((aligned(16)));
 static char child_stacks[2][STACK] __attribute__((aligned(16)));

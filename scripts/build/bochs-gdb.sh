@@ -40,7 +40,7 @@ build() {
 	orig=$(ls bochs_*.orig.tar.*)
 	rm -rf src src-am
 	mkdir src
-	tar -xf bochs_*.orig.tar.* -C src --strip-components=1
+	tar -xf "$orig" -C src --strip-components=1
 	src=$DIR/src
 	cd "$src"
 	git_src init -q

@@ -178,15 +178,15 @@ if [ -x "$BIN" ] && [ "$(cat "$INPUTS" 2>/dev/null)" = "$inputs" ]; then
 fi
 rm -f "$INPUTS"
 
-# configure reads a target's devices from configs/devices/TARGET-softmmu/
-# in the source tree: the files are written there, untracked (git status
-# above does not count them as edits), from arches.ini.
+# configure (and meson, when ninja reconfigures) reads a target's devices
+# from configs/devices/TARGET-softmmu/ in the source tree: the files are
+# written there on every run, untracked (git status above does not count
+# them as edits), from arches.ini, so a source unpacked again has them too.
+for ((i = 0; i < ${#DEVICES[@]}; i += 2)); do
+	printf '# written by shstk-lab scripts/build/qemu.sh from config/arches.ini\n%s\n' "${DEVICES[i + 1]}" \
+		>"$SRC/configs/devices/${DEVICES[i]}-softmmu/$DEVICES_FILE.mak"
+done
 configure() {
-	local i
-	for ((i = 0; i < ${#DEVICES[@]}; i += 2)); do
-		printf '# written by shstk-lab scripts/build/qemu.sh from config/arches.ini\n%s\n' "${DEVICES[i + 1]}" \
-			>"$SRC/configs/devices/${DEVICES[i]}-softmmu/$DEVICES_FILE.mak"
-	done
 	rm -rf "$BUILD"
 	mkdir -p "$BUILD"
 	(cd "$BUILD" && tb "$SRC/configure" "${CONFIGURE[@]}") >"$QDIR/configure.log" 2>&1 || {

@@ -97,14 +97,18 @@ emu_declare() {
 	qemu_variant
 	EMU_SMP=2
 	[ -z "${GDB_PORT:-}" ] || EMU_SMP=1
-	[ -z "${SHSTK_RR_MODE:-}" ] || EMU_SMP=1
+	case "${SHSTK_RR_MODE:-}" in
+	"") ;;
+	record | replay) EMU_SMP=1 ;;
+	*) die "SHSTK_RR_MODE must be record or replay (is '$SHSTK_RR_MODE')" ;;
+	esac
 	EMU_HOST_THREADS=2
 	EMU_BREAKPOINTS=hardware
 	EMU_POWEROFF_EXIT=0
 	EMU_RECORD_REPLAY=yes
 	EMU_NO_REVERSE_WHY=
 	[ "$QEMU_VARIANT" != patched ] ||
-		EMU_NO_REVERSE_WHY="the project's QEMU is 10.2.2, whose reverse-continue never came back here; Debian's 11.1.3 runs replays backwards (arm64, and riscv64 with QEMU=stock)"
+		EMU_NO_REVERSE_WHY="the project's QEMU (Debian's 10.2.2 source, scripts/build/qemu.sh) never came back from reverse-continue here; Debian's 11.1.3 runs replays backwards (arm64, and riscv64 with QEMU=stock)"
 	EMU_QMP=yes
 	[ -z "${SHSTK_RR_MODE:-}" ] || EMU_QMP=no
 	EMU_RESULTS_DEV=/dev/hvc0
@@ -168,13 +172,9 @@ emu_command() {
 			-device "virtio-9p-$virtio,fsdev=rootfs,mount_tag=rootfs")
 	fi
 	if [ -n "${SHSTK_RR_MODE:-}" ]; then
-		case "$SHSTK_RR_MODE" in
-		record | replay) ;;
-		*) die "SHSTK_RR_MODE must be record or replay (is '$SHSTK_RR_MODE')" ;;
-		esac
 		# shellcheck disable=SC2054  # commas inside QEMU option values
 		EMU_CMD+=(-icount "shift=auto,rr=$SHSTK_RR_MODE,rrfile=$SHSTK_RR_DIR/replay.bin,rrsnapshot=init"
-			-rtc clock=vm -drive "file=$OUT/rr-snapshots.qcow2,if=none,id=rr-snapshots,format=qcow2")
+			-rtc clock=vm -drive "file=$(rr_snapshots),if=none,id=rr-snapshots,format=qcow2")
 	fi
 	if [ -n "${GDB_PORT:-}" ]; then
 		# Paused at the first instruction until gdb continues it.
@@ -196,14 +196,24 @@ emu_command() {
 # would be taken for one of this one.
 emu_prepare() {
 	[ -n "${SHSTK_RR_MODE:-}" ] || return 0
-	rm -f "$OUT/rr-snapshots.qcow2"
+	mkdir -p "$SHSTK_RR_DIR"
 	if [ "$SHSTK_RR_MODE" = record ]; then
-		rm -f "$SHSTK_RR_DIR/replay.bin"
-		tb qemu-img create -q -f qcow2 "$OUT/rr-snapshots.qcow2" 128M
+		rm -f "$SHSTK_RR_DIR/replay.bin" "$(rr_snapshots)"
+		tb qemu-img create -q -f qcow2 "$(rr_snapshots)" 128M
 	else
 		[ -f "$SHSTK_RR_DIR/rr-snapshots.qcow2" ] ||
 			die "no $SHSTK_RR_DIR/rr-snapshots.qcow2: the recording's snapshot disk"
-		cp "$SHSTK_RR_DIR/rr-snapshots.qcow2" "$OUT/rr-snapshots.qcow2"
+		cp "$SHSTK_RR_DIR/rr-snapshots.qcow2" "$(rr_snapshots)"
+	fi
+}
+
+# The snapshot disk this run uses: the recording's own, beside its log; a
+# replay's copy, in its output directory.
+rr_snapshots() {
+	if [ "$SHSTK_RR_MODE" = record ]; then
+		echo "$SHSTK_RR_DIR/rr-snapshots.qcow2"
+	else
+		echo "$OUT/rr-snapshots.qcow2"
 	fi
 }
 
