@@ -50,13 +50,13 @@ static const char * const kind_names[TK_NR] = {
 /*
  * Where user addresses end: TASK_SIZE with 4-level paging on x86, 48-bit VAs
  * on arm64, Sv57 on riscv64 (its highest: the kernel takes the largest mode
- * the CPU has, Sv57 on QEMU's "max", but Sv39 when built with KASAN, so the
- * shadow stacks this maps sit above 1 << 38 in one kernel and below it in
- * the other).  A token at or above it is not a user address.  Where a
- * kernel has more than this (5-level paging, 52-bit VAs), or a riscv one
- * less, the addresses in between are unmapped user ones or not user ones,
- * and nothing drawn here is mapped there: EFAULT all the same.  No kind draws
- * a tagged address (arm64 TBI), which would be a user address above this.
+ * the CPU offers, Sv57 on QEMU's "max", unless told less, so the shadow
+ * stacks this maps may sit far above Sv39's 1 << 38).  A token at or above
+ * it is not a user address.  Where a kernel has more than this (5-level
+ * paging, 52-bit VAs), or a riscv one less, the addresses in between are
+ * unmapped user ones or not user ones, and nothing drawn here is mapped
+ * there: EFAULT all the same.  No kind draws a tagged address (arm64 TBI),
+ * which would be a user address above this.
  */
 #if defined(__x86_64__)
 #define USER_ADDR_END	0x00007ffffffff000ULL
