@@ -110,12 +110,7 @@ def main():
     gdb.write("\nWhat this emulator and CPU can show:\n" + "\n".join(what_this_shows()) + "\n\n")
     if not sys.stdin.isatty():
         # No one at the keyboard: show each helper once at this stop.
-        for helper in HELPERS:
-            gdb.write(f"(gdb) {helper}\n")
-            try:
-                gdb.execute(helper)
-            except (gdb.GdbError, gdb.error) as e:
-                gdb.write(f"{e}\n")
+        session.run_unattended(HELPERS)
 
 
 if __name__ == "__main__":

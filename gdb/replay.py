@@ -56,12 +56,7 @@ def main():
     walk = ["continue", "shstk-clone-args", "finish", "continue", "shstk-clone-args", "finish"]
     if not no_reverse:
         walk += ["reverse-continue", "reverse-continue", "shstk-clone-args"]
-    for command in walk + ["monitor info replay"]:
-        gdb.write(f"(gdb) {command}\n")
-        try:
-            gdb.execute(command)
-        except (gdb.GdbError, gdb.error) as e:
-            gdb.write(f"{e}\n")
+    session.run_unattended(walk + ["monitor info replay"])
 
 
 if __name__ == "__main__":

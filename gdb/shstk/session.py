@@ -29,3 +29,15 @@ def attach():
     if env.get("SHSTK_PROG"):
         gdb.execute(f"add-symbol-file {env['SHSTK_PROG']}")
     gdb.execute(f"target remote 127.0.0.1:{env['SHSTK_PORT']}")
+
+
+def run_unattended(commands):
+    """Run gdb @commands one by one as if typed, each echoed after a
+    "(gdb)" prompt, an error shown and the next one run (make debug and
+    make replay with stdin not a terminal)."""
+    for command in commands:
+        gdb.write(f"(gdb) {command}\n")
+        try:
+            gdb.execute(command)
+        except (gdb.GdbError, gdb.error) as e:
+            gdb.write(f"{e}\n")
