@@ -66,11 +66,12 @@ class Run:
         # export_gdb_env): "hardware", or "software-by-address".
         self.log, self.arch, self.emu, self.breakpoints = log, arch, emu, breakpoints
         self.hits = []
+        # The stops counted, for next_stop() to tell one reported again:
+        # the last, and every one since the last clone3() entry.
         self.last_stop = None
-        # The program's address space (ArchOps.address_space), read at its
-        # first clone3() entry, for a stop in user mode whose task cannot be
-        # read.
-        self.address_space = None
+        self.since_entry = set()
+        _, _, tasks, _, _ = helpers()
+        self.program = tasks.ProgramStops(PROG_COMM)
         self.shstk_on = None
         self.why = None
 
@@ -131,8 +132,6 @@ def on_entry(run, case):
     decode, _, tasks, usermem, vmas = helpers()
     task = tasks.on_cpu()
     ok = True
-    if run.address_space is None:
-        run.address_space = ops().address_space()
     if run.shstk_on is None:
         ok &= check_scenario(run, case.name, task)
     uargs, size = ops().syscall_args()
@@ -390,29 +389,15 @@ class Stop(gdb.Breakpoint):
         archops.keep_described_locations(self)
 
     def stop(self):
-        _, _, tasks, _, _ = helpers()
-        try:
-            ours = tasks.comm(tasks.on_cpu()) == PROG_COMM
-        except (gdb.error, gdb.GdbError) as e:
-            ours = self.same_address_space()
-            if ours is None:
-                # Say so: a stop skipped here shows up later as a missing step.
-                gdb.write(f"[gdb-check] could not tell whose stop this is: {e}\n")
-                return False
+        ours = self.run.program.ours()
+        if ours is None:
+            # Say so: a stop skipped here shows up later as a missing step.
+            gdb.write("[gdb-check] could not tell whose stop this is: a user-mode stop "
+                      "before the program's address space was known\n")
+            return False
         if ours:
             self.run.hits.append(self.name)
         return ours
-
-    def same_address_space(self):
-        """Whether this stop runs in the program's address space, where the
-        arch has that test and the program's was read; else None."""
-        if self.run.address_space is None:
-            return None
-        try:
-            here = ops().address_space()
-        except gdb.error:
-            return None
-        return None if here is None else here == self.run.address_space
 
 
 class Return(gdb.FinishBreakpoint):
@@ -464,20 +449,42 @@ def set_breakpoints(run):
 
 
 def where_now():
-    """The task, PC and stack pointer of this stop: what tells a new event
-    from the same one reported again."""
+    """The vCPU, the task (or, from a riscv user-mode stop, the address
+    space), the PC and the stack pointer of this stop: what tells a new
+    event from the same one reported again."""
     _, _, tasks, _, _ = helpers()
-    return (int(tasks.on_cpu()["pid"]), int(gdb.parse_and_eval("$pc")),
+    try:
+        who = ("pid", int(tasks.on_cpu()["pid"]))
+    except (gdb.error, gdb.GdbError):
+        space = ops().address_space()
+        if space is None:
+            raise
+        who = ("address space", space)
+    return (gdb.selected_thread().num, who, int(gdb.parse_and_eval("$pc")),
             int(gdb.parse_and_eval("$sp")))
 
 
+def is_repeat(run, here):
+    """Whether the stop @here is one already counted, reported again.  make
+    test saw QEMU's gdbstub do that twice over: the first clone3() entry
+    twice in a row (11.1 with two vCPUs, 10.2 with one), and on riscv the
+    parent's return once more after the child's first instruction, the vCPU
+    still at the same PC (its step over the breakpoint was cut short by the
+    other vCPU's stop).  Every stop but the entry happens at most once per
+    clone3() call, so one seen again with the same vCPU, task, PC and stack
+    pointer since the last entry is that; an entry is one when nothing else
+    came between."""
+    if here is None:
+        return False
+    if here[0] == "entry":
+        return here == run.last_stop
+    return here in run.since_entry
+
+
 def next_stop(run):
-    """Continue to the next stop of ours; its name.  make test saw QEMU's
-    gdbstub (11.1 with two vCPUs, 10.2 with one) report the first clone3()
-    entry twice in a row ("entry -> entry").  A stop whose task, PC and
-    stack pointer are those of the one before is that: nothing ran in
-    between, so it is said in the log and not counted as a new stop;
-    anything else that repeats is a stop of its own, and a path failure."""
+    """Continue to the next stop of ours; its name.  A stop reported again
+    (is_repeat) is said in the log and not counted; anything else that
+    repeats is a stop of its own, and a path failure."""
     while True:
         run.hits.clear()
         gdb.execute("continue")
@@ -488,11 +495,18 @@ def next_stop(run):
             here = (hit,) + where_now()
         except (gdb.error, gdb.GdbError):
             here = None
-        if here is None or here != run.last_stop:
-            run.last_stop = here
+        if not is_repeat(run, here):
             break
-        gdb.write(f"[gdb-check] note: {hit} reported again with the task, PC and stack "
-                  f"pointer unchanged (pid {here[1]}, pc {here[2]:#x}); not a new stop\n")
+        kind, who = here[2]
+        who = f"{kind} {who}" if kind == "pid" else f"{kind} {who:#x}"
+        gdb.write(f"[gdb-check] note: {hit} reported again by vCPU {here[1]}, {who}, "
+                  f"PC {here[3]:#x} and stack pointer as when it was counted; "
+                  f"not a new stop\n")
+    run.last_stop = here
+    if hit == "entry":
+        run.since_entry.clear()
+    if here is not None:
+        run.since_entry.add(here)
     if hit in ("alloc_ret", "validate_ret"):
         for b in gdb.breakpoints():
             if isinstance(b, Return) and b.name == hit:

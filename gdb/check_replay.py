@@ -44,8 +44,8 @@ U64 = 2**64 - 1
 # The kinds of the breakpoints that stopped during the last command, from
 # their stop() (see go()).
 HITS = []
-# The racing program's address space, once a stop of it could read it.
-ADDRESS_SPACE = {}
+# Tells the racing program's stops from others' (tasks.ProgramStops).
+PROGRAM = []
 
 
 def icount():
@@ -100,31 +100,18 @@ class RaceStop(gdb.Breakpoint):
         archops.keep_described_locations(self)
 
     def stop(self):
-        _, comm = current()
-        if comm is not None:
-            ours = comm == PROG_COMM
-            if ours and ADDRESS_SPACE.get("ours") is None:
-                ADDRESS_SPACE["ours"] = address_space()
-        else:
-            # A user-mode stop whose task cannot be read (riscv): the
-            # program's if it runs in the program's address space, as
-            # read at an earlier stop of it; before any, at an address of
-            # its own text, taken to be it.
-            known = ADDRESS_SPACE.get("ours")
-            ours = known is None or address_space() == known
+        from shstk import tasks
+        if not PROGRAM:
+            PROGRAM.append(tasks.ProgramStops(PROG_COMM))
+        ours = PROGRAM[0].ours()
+        if ours is None:
+            # A user-mode stop whose task cannot be read (riscv), before
+            # any stop of the program: at an address of its own text, so
+            # taken to be it.
+            ours = True
         if ours:
             HITS.append(self.kind)
         return ours
-
-
-def address_space():
-    """What identifies the CPU's user address space where a task cannot be
-    read from a user-mode stop (ArchOps.address_space), or None."""
-    from shstk import archops
-    try:
-        return archops.ops().address_space()
-    except gdb.error:
-        return None
 
 
 class Returned(gdb.FinishBreakpoint):

@@ -2,6 +2,7 @@
 """checks/replay.py on made-up replay logs: a good set passes, and each way
 a replay can go wrong is a failure."""
 import copy
+import importlib.util
 import json
 import os
 import tempfile
@@ -133,3 +134,37 @@ class ReplayCheckTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RaceStopTest(unittest.TestCase):
+    """gdb/check_replay.py's breakpoints, gdb mocked: whose stop a riscv
+    user-mode stop is, where the task on the CPU cannot be read."""
+
+    def setUp(self):
+        from tests import gdbmock
+        self.gdbmock = gdbmock
+        gdbmock.install()
+        gdbmock.reset("riscv64")
+        spec = importlib.util.spec_from_file_location(
+            "check_replay", os.path.join(gdbmock.TOP, "gdb", "check_replay.py"))
+        self.cr = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.cr)
+
+    def stop_in_user_mode(self, satp):
+        self.gdbmock.STATE.current_task = self.gdbmock.pointer(0xff60000000001000,
+                                                               "task_struct")
+        self.gdbmock.STATE.symbols["(unsigned long)$satp"] = satp
+        self.cr.HITS.clear()
+        return self.cr.RaceStop("parent", "*race_parent_return").stop()
+
+    def test_before_any_stop_of_the_program_its_text_says_it_is_ours(self):
+        self.assertTrue(self.stop_in_user_mode(0x80000))
+        self.assertEqual(self.cr.HITS, ["parent"])
+
+    def test_once_its_address_space_is_known_it_decides(self):
+        self.cr.PROGRAM.clear()
+        self.stop_in_user_mode(0x80000)
+        self.cr.PROGRAM[0].address_space = 0x81234
+        self.assertTrue(self.stop_in_user_mode(0x81234 | 9 << 44))
+        self.assertFalse(self.stop_in_user_mode(0x80000))
+        self.assertEqual(self.cr.HITS, [])

@@ -73,3 +73,37 @@ def kernel_cmdline():
 def comm(task):
     with reading("the task's comm"):
         return task["comm"].string()
+
+
+class ProgramStops:
+    """Tells a stop of one program (by its comm) from any other.  Where a
+    user-mode stop cannot read the task on the CPU (riscv:
+    ArchOps.address_space), the address space decides: the one the
+    program's own stops showed, learnt at the first stop that read its
+    comm."""
+
+    def __init__(self, comm_name):
+        self.comm_name = comm_name
+        self.address_space = None
+
+    def ours(self):
+        """True or False; None where it cannot be told: a user-mode stop
+        before the program's address space was learnt, or one whose
+        address space cannot be read either."""
+        try:
+            mine = comm(on_cpu()) == self.comm_name
+        except (gdb.error, gdb.GdbError):
+            here = self._address_space()
+            if here is None or self.address_space is None:
+                return None
+            return here == self.address_space
+        if mine and self.address_space is None:
+            self.address_space = self._address_space()
+        return mine
+
+    @staticmethod
+    def _address_space():
+        try:
+            return archops.ops().address_space()
+        except gdb.error:
+            return None
