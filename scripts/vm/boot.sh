@@ -69,6 +69,14 @@ follower=$!
 emu_pid=
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
+	# The follower first: its tail runs until this script ends, so while
+	# it lives a wait below that bash does not see end (a TERM that came
+	# as the emulator exited, in make replay-check) waited for it forever.
+	{
+		pkill -P "$follower" || true
+		kill "$follower" || true
+		wait "$follower" || true
+	} 2>/dev/null
 	if [ -n "$emu_pid" ]; then
 		# timeout passes the TERM on to the emulator.  Never a bare wait:
 		# an emulator that ignores TERM must not keep this script alive.
@@ -86,11 +94,6 @@ cleanup() {
 		sleep 0.2
 	done
 	pkill -9 -f -- "$EMU_MATCH" 2>/dev/null || true
-	{
-		pkill -P "$follower" || true
-		kill "$follower" || true
-		wait "$follower" || true
-	} 2>/dev/null
 }
 trap cleanup EXIT
 # INT reaches this script only when a user runs it in the foreground: as a
