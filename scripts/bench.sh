@@ -90,9 +90,10 @@ cold() {
 	echo "$t"
 }
 
-# The same bzImage and the same static smoke program: shstk-lab's boot
-# (vm/boot.sh: QEMU, an initramfs with busybox and the program) against
-# virtme-ng's (vng --run: QEMU TCG, the toolbox's own root over 9p/virtiofs).
+# The same kernel build and the same static smoke program: shstk-lab's boot
+# (vm/boot.sh: QEMU entering vmlinux through PVH, an initramfs with busybox
+# and the program) against virtme-ng's (vng --run with the bzImage: QEMU
+# TCG, the toolbox's own root over 9p/virtiofs).
 # Both timed from command start to exit.  x86_64 only: virtme-ng boots the
 # root filesystem it runs in, and the toolbox is amd64.
 vng_ratio() {

@@ -181,6 +181,7 @@ arch_vars() {
 	arch_set ARCH_CC cc
 	ARCH_CC=$CROSS_COMPILE$ARCH_CC
 	arch_set KIMAGE kernel_image
+	arch_set QEMU_KIMAGE qemu_kernel_image
 	arch_set KTARGET kernel_target
 	arch_set KCONSOLE console
 	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}${SHSTK_BASELINE:+-base}

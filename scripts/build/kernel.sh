@@ -73,6 +73,7 @@ frag_hash=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
 edits=$(git -C "$SRC" diff HEAD 2>/dev/null | sha256sum | cut -c1-16)
 inputs="$(cat "$SRC/.shstk-series") $frag_hash $edits $(cat "$SRC/.shstk-kernel-version")"
 if [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && [ -f "$KBUILD_DIR/$KIMAGE" ] &&
+	[ -f "$KBUILD_DIR/$QEMU_KIMAGE" ] &&
 	[ "$(cat "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
 	msg "$ARCH kernel up to date: $(sed -n 's/^release: //p' "$KBUILD_DIR/shstk-build.txt") ($KBUILD_DIR)"
 	exit 0
@@ -104,10 +105,24 @@ build() {
 		die "kernel build for $ARCH failed (full log: $log)"
 	fi
 }
+# The image QEMU boots, where it is not the one make built
+# (config/arches.ini qemu_kernel_image).
+qemu_image() {
+	case "$QEMU_KIMAGE" in
+	"$KIMAGE") ;;
+	vmlinux.stripped)
+		tb "${CROSS_COMPILE}objcopy" --strip-debug "$KBUILD_DIR/vmlinux" \
+			"$KBUILD_DIR/vmlinux.stripped.tmp"
+		mv "$KBUILD_DIR/vmlinux.stripped.tmp" "$KBUILD_DIR/vmlinux.stripped"
+		;;
+	*) die "config/arches.ini: no way to make qemu_kernel_image '$QEMU_KIMAGE' for $ARCH" ;;
+	esac
+}
 cold=incremental
 [ -f "$KBUILD_DIR/vmlinux" ] || cold=cold
 tb0=$EPOCHREALTIME
 step "building $ARCH kernel in $KBUILD_DIR" build
+qemu_image
 # Every build's wall time, for make bench.
 printf '%s %s %.0f\n' "$(date -u +%FT%TZ)" "$cold" "$(elapsed "$tb0")" >>"$KBUILD_DIR/shstk-build-times"
 

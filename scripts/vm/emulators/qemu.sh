@@ -134,8 +134,24 @@ emu_declare() {
 	fi
 }
 
+# The image QEMU boots: config/arches.ini's qemu_kernel_image, beside the
+# boot image (KERNEL) in its build directory.  On x86 that is vmlinux
+# itself, entered through PVH: SeaBIOS still runs, but not the real-mode
+# setup or the decompressor, which took most of a boot under TCG.
+qemu_kernel() {
+	local image=$KERNEL
+	if [ "$QEMU_KIMAGE" != "$KIMAGE" ]; then
+		[ "${KERNEL%"/$KIMAGE"}" != "$KERNEL" ] ||
+			die "kernel image $KERNEL is not a build directory's $KIMAGE"
+		image=${KERNEL%"/$KIMAGE"}/$QEMU_KIMAGE
+	fi
+	[ -f "$image" ] || die "no $image (make kernel ARCH=$ARCH)"
+	echo "$image"
+}
+
 emu_command() {
-	local qemu virtio
+	local qemu virtio image
+	image=$(qemu_kernel) || exit 1
 	# shellcheck disable=SC2034  # read by vm/boot.sh
 	EMU_MATCH=$OUT/console.log
 	qemu_select
@@ -149,7 +165,7 @@ emu_command() {
 	EMU_CMD=("${qemu[@]}" -M "$(arch_fact "$ARCH" qemu_machine)" -cpu "$(arch_fact "$ARCH" qemu_cpu)"
 		-smp "$EMU_SMP" -m 1G)
 	# shellcheck disable=SC2054  # commas inside QEMU option values
-	EMU_CMD+=(-kernel "$KERNEL" -initrd "$INITRD" -append "$KERNEL_CMDLINE"
+	EMU_CMD+=(-kernel "$image" -initrd "$INITRD" -append "$KERNEL_CMDLINE"
 		-nodefaults -display none -monitor none -no-reboot)
 	if [ -z "${SHSTK_RR_MODE:-}" ]; then
 		# shellcheck disable=SC2054  # commas inside QEMU option values
