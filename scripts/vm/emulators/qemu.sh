@@ -107,8 +107,10 @@ emu_declare() {
 	EMU_POWEROFF_EXIT=0
 	EMU_RECORD_REPLAY=yes
 	EMU_NO_REVERSE_WHY=
-	[ "$QEMU_VARIANT" != patched ] ||
-		EMU_NO_REVERSE_WHY="the project's QEMU (Debian's 10.2.2 source, scripts/build/qemu.sh) never came back from reverse-continue here; Debian's 11.1.3 runs replays backwards (arm64, and riscv64 with QEMU=stock)"
+	if [ "$QEMU_VARIANT" = patched ]; then
+		EMU_NO_REVERSE_WHY=$(arch_fact "$ARCH" qemu_patched_reverse) || exit 1
+		[ "$EMU_NO_REVERSE_WHY" != yes ] || EMU_NO_REVERSE_WHY=
+	fi
 	EMU_QMP=yes
 	[ -z "${SHSTK_RR_MODE:-}" ] || EMU_QMP=no
 	EMU_RESULTS_DEV=/dev/hvc0
@@ -150,7 +152,7 @@ qemu_kernel() {
 }
 
 emu_command() {
-	local qemu virtio image
+	local qemu virtio image replay_options
 	image=$(qemu_kernel) || exit 1
 	# shellcheck disable=SC2034  # read by vm/boot.sh
 	EMU_MATCH=$OUT/console.log
@@ -191,6 +193,9 @@ emu_command() {
 		# shellcheck disable=SC2054  # commas inside QEMU option values
 		EMU_CMD+=(-icount "shift=auto,rr=$SHSTK_RR_MODE,rrfile=$SHSTK_RR_DIR/replay.bin,rrsnapshot=init"
 			-rtc clock=vm -drive "file=$(rr_snapshots),if=none,id=rr-snapshots,format=qcow2")
+		replay_options=$(arch_fact "$ARCH" qemu_replay_options) || exit 1
+		read -ra replay_options <<<"$replay_options"
+		EMU_CMD+=("${replay_options[@]}")
 	fi
 	if [ -n "${GDB_PORT:-}" ]; then
 		# Paused at the first instruction until gdb continues it.
