@@ -392,8 +392,8 @@ class Stop(gdb.Breakpoint):
         ours = self.run.program.ours()
         if ours is None:
             # Say so: a stop skipped here shows up later as a missing step.
-            gdb.write("[gdb-check] could not tell whose stop this is: a user-mode stop "
-                      "before the program's address space was known\n")
+            gdb.write("[gdb-check] could not tell whose stop this is: the task on the CPU "
+                      "cannot be read, and no address space of the program's to match\n")
             return False
         if ours:
             self.run.hits.append(self.name)

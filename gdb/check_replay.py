@@ -20,6 +20,7 @@ judges; nothing is judged here but what only gdb can tell (which stop this
 is).  Started by scripts/replay.sh, with the environment of
 shstk/session.py.  Importing this file does nothing; gdb runs it (main()).
 """
+import functools
 import json
 import os
 import re
@@ -44,8 +45,6 @@ U64 = 2**64 - 1
 # The kinds of the breakpoints that stopped during the last command, from
 # their stop() (see go()).
 HITS = []
-# Tells the racing program's stops from others' (tasks.ProgramStops).
-PROGRAM = []
 
 
 def icount():
@@ -100,10 +99,7 @@ class RaceStop(gdb.Breakpoint):
         archops.keep_described_locations(self)
 
     def stop(self):
-        from shstk import tasks
-        if not PROGRAM:
-            PROGRAM.append(tasks.ProgramStops(PROG_COMM))
-        ours = PROGRAM[0].ours()
+        ours = program().ours()
         if ours is None:
             # A user-mode stop whose task cannot be read (riscv), before
             # any stop of the program: at an address of its own text, so
@@ -112,6 +108,15 @@ class RaceStop(gdb.Breakpoint):
         if ours:
             HITS.append(self.kind)
         return ours
+
+
+@functools.cache
+def program():
+    """What tells the racing program's stops from others'
+    (tasks.ProgramStops): one for the whole run, made once gdb/shstk can
+    be imported, since it learns the program's address space."""
+    from shstk import tasks
+    return tasks.ProgramStops(PROG_COMM)
 
 
 class Returned(gdb.FinishBreakpoint):

@@ -162,9 +162,8 @@ class RaceStopTest(unittest.TestCase):
         self.assertEqual(self.cr.HITS, ["parent"])
 
     def test_once_its_address_space_is_known_it_decides(self):
-        self.cr.PROGRAM.clear()
         self.stop_in_user_mode(0x80000)
-        self.cr.PROGRAM[0].address_space = 0x81234
+        self.cr.program().address_space = 0x81234
         self.assertTrue(self.stop_in_user_mode(0x81234 | 9 << 44))
         self.assertFalse(self.stop_in_user_mode(0x80000))
         self.assertEqual(self.cr.HITS, [])
