@@ -152,8 +152,13 @@ qemu_kernel() {
 }
 
 emu_command() {
-	local qemu virtio image replay_options
+	local qemu virtio image replay_options cmdline=$KERNEL_CMDLINE
 	image=$(qemu_kernel) || exit 1
+	if [ -n "${SHSTK_RR_MODE:-}" ]; then
+		# The recording and its replays boot the same command line.
+		replay_options=$(arch_fact "$ARCH" qemu_replay_append) || exit 1
+		cmdline+=${replay_options:+ $replay_options}
+	fi
 	# shellcheck disable=SC2034  # read by vm/boot.sh
 	EMU_MATCH=$OUT/console.log
 	qemu_select
@@ -167,7 +172,7 @@ emu_command() {
 	EMU_CMD=("${qemu[@]}" -M "$(arch_fact "$ARCH" qemu_machine)" -cpu "$(arch_fact "$ARCH" qemu_cpu)"
 		-smp "$EMU_SMP" -m 1G)
 	# shellcheck disable=SC2054  # commas inside QEMU option values
-	EMU_CMD+=(-kernel "$image" -initrd "$INITRD" -append "$KERNEL_CMDLINE"
+	EMU_CMD+=(-kernel "$image" -initrd "$INITRD" -append "$cmdline"
 		-nodefaults -display none -monitor none -no-reboot)
 	if [ -z "${SHSTK_RR_MODE:-}" ]; then
 		# shellcheck disable=SC2054  # commas inside QEMU option values
