@@ -54,7 +54,7 @@ first_output() {
 	msg "timing $n smoke boots of $arch/$emu"
 	for ((i = 0; i < n; i++)); do
 		"$SHSTK_TOP/scripts/run.sh" smoke "$arch" "$emu" >>"$log" 2>&1 || { echo failed; return 0; }
-		python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["first_output"])' "$dir/smoke/vm.json"
+		py -c 'import json, sys; print(json.load(open(sys.argv[1]))["first_output"])' "$dir/smoke/vm.json"
 	done | median
 }
 

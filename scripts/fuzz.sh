@@ -76,7 +76,7 @@ kmemleak=no
 ! grep -q '^CONFIG_DEBUG_KMEMLEAK=y' "$KBUILD_DIR/.config" || kmemleak=yes
 for dir in "${vm_dirs[@]}"; do
 	name=$(basename "$dir")
-	PYTHONPATH=$SHSTK_TOP python3 -m checks.report "$dir" || rc=$?
+	PYTHONPATH=$SHSTK_TOP py -m checks.report "$dir" || rc=$?
 	[ "$kmemleak" = yes ] || continue
 	if line=$(grep -a -m1 'shstk-lab: kmemleak scan:' "$dir/console.log"); then
 		msg "$name: ${line#shstk-lab: }"
@@ -86,6 +86,6 @@ for dir in "${vm_dirs[@]}"; do
 	fi
 done
 # One results.json for the whole run (what make test counts).
-PYTHONPATH=$SHSTK_TOP python3 -m checks.report --merge "$out" "${vm_dirs[@]}" || rc=1
+PYTHONPATH=$SHSTK_TOP py -m checks.report --merge "$out" "${vm_dirs[@]}" || rc=1
 msg "fuzz $ARCH/$EMU: seed 0x$seed, $calls calls, $rounds race rounds on $JOBS VM(s), $(elapsed "$t0") s"
 exit "$rc"

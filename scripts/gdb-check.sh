@@ -46,4 +46,4 @@ else
 	stop_vm
 fi
 msg "gdb-check $ARCH: $(elapsed "$t0") s"
-PYTHONPATH=$SHSTK_TOP python3 -m checks.gdbsteps "$OUT" "$ARCH" "$rc"
+PYTHONPATH=$SHSTK_TOP py -m checks.gdbsteps "$OUT" "$ARCH" "$rc"

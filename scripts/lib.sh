@@ -9,6 +9,10 @@ SHSTK_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Everything big (toolbox, kernel trees, builds, images) lives outside the
 # repository, so a fresh clone and an old cache work together.
 SHSTK_CACHE=${SHSTK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shstk-lab}
+# The toolbox's stamp: what its package list was when it was made
+# (scripts/tools/toolbox.sh writes it; builds that use its compilers read it).
+# shellcheck disable=SC2034  # used by the scripts that source this file
+SHSTK_TOOLBOX_STAMP=$SHSTK_CACHE/toolbox/root/.shstk-toolbox
 SHSTK_OUT=${SHSTK_OUT:-$SHSTK_TOP/out}
 # Debian package that provides the kernel source; the exact version used is
 # recorded with every build (see scripts/build/kernel-source.sh).
@@ -62,11 +66,16 @@ series_list() {
 # A series' identity, by names and contents only (the same series from
 # another clone, CI's, is the same series).   series_hash PATCHDIR
 series_hash() {
-	local p
-	series_list "$1/series" | while read -r p; do
+	local p names
+	mapfile -t names < <(series_list "$1/series")
+	for p in "${names[@]}"; do
 		[ -f "$1/$p" ] || die "$1/series names $p, which does not exist"
-		echo "$p $(sha256sum <"$1/$p")"
-	done | sha256sum | cut -c1-16
+	done
+	[ "${#names[@]}" -gt 0 ] || { printf '' | sha256sum | cut -c1-16; return; }
+	# One sha256sum for all, its lines in the form the hash was first made
+	# of ("NAME HASH  -"), so caches made before stay valid.
+	(cd "$1" && sha256sum -- "${names[@]}") |
+		awk '{ print $2, $1 "  -" }' | sha256sum | cut -c1-16
 }
 
 # Apply PATCHDIR's series with git am on a fresh worktree WORKTREE of the
@@ -131,18 +140,32 @@ deb_arches() {
 	} | awk '!seen[$0]++'
 }
 
+# The table, read once per shell into SHSTK_FACTS["ARCH KEY"] (scripts ask it
+# dozens of times, mostly from $(...) subshells, which inherit the array;
+# an awk per question cost a tenth of a second a step).  Read again if
+# SHSTK_ARCH_TABLE names another table (the harness's tests do that).
+declare -gA SHSTK_FACTS=()
+SHSTK_FACTS_FROM=
+load_arch_facts() {
+	local k v
+	SHSTK_FACTS=()
+	SHSTK_FACTS_FROM=$SHSTK_ARCH_TABLE
+	while IFS=$'\x1f' read -r k v; do
+		SHSTK_FACTS[$k]=$v
+	done < <(awk '
+		/^\[/ { sec = substr($0, 2, length($0) - 2); next }
+		sec != "" && $2 == "=" && !seen[sec " " $1]++ {
+			key = $1; sub(/^[^=]*=[ \t]*/, ""); printf "%s %s\x1f%s\n", sec, key, $0
+		}' "$SHSTK_ARCH_TABLE")
+}
+load_arch_facts
+
 # One fact about an architecture from the table; dies if the table lacks it.
 #   arch_fact ARCH KEY
 arch_fact() {
-	local v
-	v=$(awk -v want="$1" -v key="$2" '
-		/^\[/ { sec = substr($0, 2, length($0) - 2); next }
-		sec == want && $1 == key && $2 == "=" {
-			sub(/^[^=]*=[ \t]*/, ""); print; found = 1; exit
-		}
-		END { exit !found }' "$SHSTK_ARCH_TABLE") ||
-		die "config/arches.ini has no $2 for $1"
-	echo "$v"
+	[ "$SHSTK_FACTS_FROM" = "$SHSTK_ARCH_TABLE" ] || load_arch_facts
+	[ -n "${SHSTK_FACTS["$1 $2"]+set}" ] || die "config/arches.ini has no $2 for $1"
+	echo "${SHSTK_FACTS["$1 $2"]}"
 }
 
 # Canonical architecture name, from a name or an alias in the table (the
@@ -259,9 +282,20 @@ kmake() {
 # script calls tools through this, so none of them knows which one it got.
 tb() { "$SHSTK_TOP/scripts/tools/tb" "$@"; }
 
+# The host's Python for the harness's own scripts (checks/, the builders'
+# helpers): Debian's /usr/bin/python3, which .ci/run installs, not the first
+# python3 on PATH.  A version manager's shim there (pyenv's, on this
+# project's machines) took 0.36 s a call against 0.03 s, and a VM step makes
+# several.  SHSTK_PYTHON overrides.
+if [ -z "${SHSTK_PYTHON:-}" ]; then
+	SHSTK_PYTHON=python3
+	[ ! -x /usr/bin/python3 ] || SHSTK_PYTHON=/usr/bin/python3
+fi
+py() { "$SHSTK_PYTHON" "$@"; }
+
 # A free TCP port on the loopback interface, for gdbstubs.
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	py -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # Children that a TERM or INT to this script must stop: a VM boot, gdb, the
@@ -427,7 +461,7 @@ export_gdb_env() {
 # Wait until something listens on 127.0.0.1:PORT (read from /proc/net/tcp,
 # without connecting: a gdbstub takes one client).  wait_listen PORT SECONDS
 wait_listen() {
-	python3 - "$1" "$2" <<'PY'
+	py - "$1" "$2" <<'PY'
 import sys, time
 port, deadline = int(sys.argv[1]), time.time() + float(sys.argv[2])
 while time.time() < deadline:

@@ -32,7 +32,7 @@ else
 	echo "not ok 1 shellcheck"
 	rc=1
 fi
-if out=$(python3 -m py_compile "${pys[@]}" 2>&1); then
+if out=$(py -m py_compile "${pys[@]}" 2>&1); then
 	echo "ok 2 python3 py_compile (${#pys[@]} files)"
 else
 	printf '%s\n' "$out" | sed 's/^/# /'

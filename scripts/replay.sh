@@ -110,4 +110,4 @@ else
 	msg "reverse: not run: $EMU_NO_REVERSE_WHY"
 fi
 msg "replay $ARCH: $(elapsed "$t0") s"
-PYTHONPATH=$SHSTK_TOP python3 -m checks.replay "$OUT" "$ARCH"
+PYTHONPATH=$SHSTK_TOP py -m checks.replay "$OUT" "$ARCH"

@@ -21,7 +21,7 @@ case "$mode" in run | smoke) ;; *) die "unknown mode '$mode' (run or smoke)" ;; 
 # Check what the user gave before any long step.
 if [ -n "$PROG" ]; then
 	[ -f "$PROG" ] || die "PROG=$PROG does not exist"
-	python3 "$SHSTK_TOP/scripts/build/elfcheck.py" "$PROG" "$ARCH" || exit 1
+	py "$SHSTK_TOP/scripts/build/elfcheck.py" "$PROG" "$ARCH" || exit 1
 fi
 out=$EMU_OUT
 timeout=${SHSTK_RUN_TIMEOUT:-600}
@@ -51,6 +51,6 @@ if [ -n "$PROG" ]; then
 	sed -n '/^SHSTK-LAB BEGIN user/,/^SHSTK-LAB END user/{/^SHSTK-LAB /d;p}' "$out/guest.out"
 fi
 rc=0
-PYTHONPATH=$SHSTK_TOP python3 -m checks.report "$out" || rc=$?
+PYTHONPATH=$SHSTK_TOP py -m checks.report "$out" || rc=$?
 msg "$mode $ARCH/$EMU: $(elapsed "$t0") s"
 exit "$rc"

@@ -52,7 +52,7 @@ run_step() {
 # tests use.
 run_step toolbox build scripts/tools/toolbox.sh
 run_step series ktap scripts/check-series.sh
-run_step unit unittest python3 -m unittest discover -s tests -t . -v
+run_step unit unittest py -m unittest discover -s tests -t . -v
 run_step lint ktap scripts/lint.sh
 # Every VM step runs under every emulator that emulates the arch (x86: the
 # project's QEMU and Bochs, both with CET).
@@ -95,16 +95,16 @@ for a in $arches; do
 	# Two emulators with shadow stacks (x86: QEMU with CET in TCG, and
 	# Bochs): the same cases must get the same verdicts on both.
 	if [ "${#shstk_runs[@]}" -eq 2 ]; then
-		run_step "compare-$a" ktap python3 -m checks.compare "${shstk_runs[@]}"
+		run_step "compare-$a" ktap py -m checks.compare "${shstk_runs[@]}"
 	fi
 	shstk_runs=()
 done
 
 # The harness under faults (Ctrl-C, a hung guest, two arches at once): these
 # boot VMs, so they come after the kernels are built.
-run_step harness unittest python3 -m unittest tests.vm_harness -v
+run_step harness unittest py -m unittest tests.vm_harness -v
 
 # JUnit XML for CI systems, beside the summary: out/test/results.junit.xml.
-PYTHONPATH=$SHSTK_TOP python3 -m checks.junit make-test "$LOG" "$LOG/results.junit.xml" "${steps[@]}" ||
+PYTHONPATH=$SHSTK_TOP py -m checks.junit make-test "$LOG" "$LOG/results.junit.xml" "${steps[@]}" ||
 	warn "writing $LOG/results.junit.xml failed"
-PYTHONPATH=$SHSTK_TOP python3 -m checks.summary "$LOG" "${steps[@]}"
+PYTHONPATH=$SHSTK_TOP py -m checks.summary "$LOG" "${steps[@]}"

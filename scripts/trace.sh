@@ -48,7 +48,7 @@ export SHSTK_ROOTFS=$rootfs
 run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" \
 	"$OUT" "${SHSTK_TRACE_TIMEOUT:-300}" "shstk.trace=$list" || true
 rc=0
-PYTHONPATH=$SHSTK_TOP python3 -m checks.trace "$OUT" "$ARCH" "$list" "$EMU_OUT" \
+PYTHONPATH=$SHSTK_TOP py -m checks.trace "$OUT" "$ARCH" "$list" "$EMU_OUT" \
 	"${PROG:+user}" || rc=$?
 msg "trace $ARCH: $(elapsed "$t0") s"
 exit "$rc"

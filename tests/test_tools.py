@@ -104,6 +104,29 @@ class MkinitramfsTest(unittest.TestCase):
             self.assertEqual(outs[0], outs[1])
             self.assertTrue(gzip.decompress(outs[0]).startswith(b"070701"))
 
+    def test_unchanged_inputs_keep_the_image_changed_ones_rebuild_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            spec, prog, out = (os.path.join(d, n) for n in ("list", "prog", "o.cpio.gz"))
+            with open(spec, "w") as f:
+                f.write(f"file /prog {prog} 0755 0 0\n")
+
+            def make(content):
+                with open(prog, "w") as f:
+                    f.write(content)
+                subprocess.run([sys.executable, os.path.join(TOP, "scripts/build/mkinitramfs.py"),
+                                spec, out], check=True)
+                with open(out, "rb") as f:
+                    return os.stat(out).st_ino, gzip.decompress(f.read())
+
+            ino, first = make("one")
+            # Rewritten with the same content (guest.sh rewrites its files
+            # at every build): the image is not made again.
+            self.assertEqual(make("one"), (ino, first))
+            # A file that changed, at the same path: made again, with it.
+            _, second = make("two")
+            self.assertIn(b"two", second)
+            self.assertNotIn(b"one", second)
+
     def test_bad_line_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:
             spec = os.path.join(d, "list")

@@ -10,8 +10,12 @@ Lines (as the kernel's usr/gen_init_cpio takes them):
 
 No root needed and the output depends only on the list and the files'
 contents (every mtime is 0), so an unchanged guest gives an identical image.
+That also makes a rebuild avoidable: the image's inputs are hashed into
+OUTPUT.key, and an image whose key still matches is left as it is (the
+compression is most of the cost, and every VM step asks for its image).
 """
 import gzip
+import hashlib
 import os
 import sys
 
@@ -64,14 +68,42 @@ def build(spec_lines, out):
     w.trailer()
 
 
+def inputs_key(spec_lines):
+    """A hash of the list and of every file it names."""
+    h = hashlib.sha256()
+    for line in spec_lines:
+        h.update(line.encode())
+        f = line.split()
+        if len(f) > 2 and f[0] == "file":
+            try:
+                with open(f[2], "rb") as src:
+                    h.update(hashlib.sha256(src.read()).digest())
+            except OSError:
+                h.update(b"missing")  # build() says which
+    return h.hexdigest()
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: mkinitramfs.py LIST OUTPUT.cpio.gz")
-    with open(sys.argv[1]) as spec, open(sys.argv[2] + ".tmp", "wb") as raw:
+    out = sys.argv[2]
+    with open(sys.argv[1]) as spec:
+        lines = spec.readlines()
+    key = inputs_key(lines)
+    try:
+        with open(out + ".key") as f:
+            if f.read().strip() == key and os.path.exists(out):
+                return
+    except OSError:
+        pass
+    tmp = f"{out}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as raw:
         with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
-            build(spec, gz)
-
-    os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+            build(lines, gz)
+    os.replace(tmp, out)
+    with open(f"{out}.{os.getpid()}.key", "w") as f:
+        f.write(key + "\n")
+    os.replace(f"{out}.{os.getpid()}.key", out + ".key")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ PKGS=(
 	meson ninja-build python3-venv pkg-config
 	python3-drgn
 )
-stamp=$ROOT/.shstk-toolbox
+stamp=$SHSTK_TOOLBOX_STAMP
 # Every tool the harness runs goes through tb, which calls this first: a
 # stamp newer than what the package list below is made of (this script
 # and the arch table) was checked against that list already.
