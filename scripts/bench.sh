@@ -11,7 +11,8 @@
 #     under the project's QEMU (CET) and Debian's (QEMU=stock, no CET);
 #   make run, make gdb-check and make trace wall times;
 #   the same x86_64 kernel and the same static program (guest/smoke.c)
-#     booted by shstk-lab and by virtme-ng (--disable-kvm), as a ratio.
+#     booted by shstk-lab and by virtme-ng (--disable-kvm), as a ratio;
+#   make test, warm, each step against its budget (config/test-budgets).
 #
 #   RUNS=N (default 3) runs of each figure; boots get RUNS+2 on QEMU.
 set -euo pipefail
@@ -119,6 +120,23 @@ vng_ratio() {
 	esac
 }
 
+# make test once more, warm (the figures above built everything), each step
+# against its budget in config/test-budgets (checks/budgets.py): over budget
+# is a failure of make bench.  BENCH_TEST=0 skips it.
+over=$SHSTK_OUT/bench.over-budget
+rm -f "$over"
+test_budgets() {
+	local t0 rc=0
+	[ "${BENCH_TEST:-1}" = 1 ] || { echo "Not run (BENCH_TEST=0)."; return 0; }
+	msg "running make test, warm, against its time budgets (about 12 minutes)"
+	t0=$EPOCHREALTIME
+	"$SHSTK_TOP/scripts/test.sh" >>"$log" 2>&1 || rc=$?
+	echo "Warm \`make test\`: $(elapsed "$t0") s, exit $rc; each step against config/test-budgets:"
+	echo
+	PYTHONPATH=$SHSTK_TOP py -m checks.budgets --markdown "$SHSTK_OUT/test/steps.tsv" || touch "$over"
+	[ "$rc" -eq 0 ] || touch "$over"
+}
+
 S=$SHSTK_TOP/scripts
 {
 	echo "# make bench, $(date -u +%F) ($(nproc) CPUs, $(free -g | awk '/^Mem/ { print $2 }') GiB, $(tb --versions 2>/dev/null | awk '/qemu-system-x86_64/ { print "QEMU " $5 }'))"
@@ -139,6 +157,11 @@ S=$SHSTK_TOP/scripts
 	echo "($("$S/build/qemu.sh" --info x86_64 2>/dev/null), CET in TCG) by default and"
 	echo "under Debian's with QEMU=stock, whose TCG has no CET: there the run exercises"
 	echo "the refusal paths only.  Every run's output is in out/bench.log."
+	echo
+	echo "## make test's time budgets"
+	echo
+	test_budgets
 } | tee "$table"
 cp "$table" "$SHSTK_TOP/docs/bench.md"
 msg "written to docs/bench.md"
+[ ! -e "$over" ] || die "make test went over its time budgets, or failed (see docs/bench.md and $log)"

@@ -27,6 +27,7 @@ if [ -z "${1:-}" ]; then
 fi
 LOG=$SHSTK_OUT/test
 mkdir -p "$LOG"
+: >"$LOG/steps.tsv"
 steps=()
 shstk_runs=()
 cd "$SHSTK_TOP"
@@ -37,13 +38,17 @@ cd "$SHSTK_TOP"
 
 # run_step NAME KIND CMD...: KIND says how to count its result (see
 # checks/summary.py); the command's output goes to out/test/NAME.log.
+# Each step's wall time goes to out/test/steps.tsv, for the time budgets
+# (config/test-budgets, checks/budgets.py).
 run_step() {
-	local name=$1 kind=$2 rc=0 t0=$EPOCHREALTIME
+	local name=$1 kind=$2 rc=0 t0=$EPOCHREALTIME took
 	shift 2
 	msg "== $name"
 	"$@" >"$LOG/$name.log" 2>&1 || rc=$?
 	steps+=("$name" "$kind" "$rc")
-	msg "   $name: exit $rc in $(elapsed "$t0") s (log: $LOG/$name.log)"
+	took=$(elapsed "$t0")
+	printf '%s\t%s\n' "$name" "$took" >>"$LOG/steps.tsv"
+	msg "   $name: exit $rc in $took s (log: $LOG/$name.log)"
 }
 
 # The toolbox first: every later step runs its tools, and on a fresh cache a
@@ -107,4 +112,8 @@ run_step harness unittest py -m unittest tests.vm_harness -v
 # JUnit XML for CI systems, beside the summary: out/test/results.junit.xml.
 PYTHONPATH=$SHSTK_TOP py -m checks.junit make-test "$LOG" "$LOG/results.junit.xml" "${steps[@]}" ||
 	warn "writing $LOG/results.junit.xml failed"
+# The steps against their time budgets: information here (a busy machine is
+# no regression), a check in make bench.
+msg "time budgets (config/test-budgets):"
+PYTHONPATH=$SHSTK_TOP py -m checks.budgets "$LOG/steps.tsv" >&2 || true
 PYTHONPATH=$SHSTK_TOP py -m checks.summary "$LOG" "${steps[@]}"
