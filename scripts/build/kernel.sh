@@ -70,7 +70,10 @@ configure() {
 frag_hash=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
 # What this build is made of: the series applied, the configuration, the
 # package.  The same inputs and an image in place need no make at all.
-edits=$(git -C "$SRC" diff HEAD 2>/dev/null | sha256sum | cut -c1-16)
+# Left by kernel-source.sh from its own look at the tree; computed here when
+# it did not (the baseline tree, a series just applied).
+edits=$(cat "$SRC/.shstk-edits" 2>/dev/null) ||
+	edits=$(git -C "$SRC" diff HEAD 2>/dev/null | sha256sum | cut -c1-16)
 inputs="$(cat "$SRC/.shstk-series") $frag_hash $edits $(cat "$SRC/.shstk-kernel-version")"
 if [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && [ -f "$KBUILD_DIR/$KIMAGE" ] &&
 	[ -f "$KBUILD_DIR/$QEMU_KIMAGE" ] &&
