@@ -26,8 +26,6 @@ if [ -z "${1:-}" ]; then
 	done
 fi
 LOG=$SHSTK_OUT/test
-mkdir -p "$LOG"
-: >"$LOG/steps.tsv"
 steps=()
 shstk_runs=()
 cd "$SHSTK_TOP"
@@ -35,6 +33,8 @@ cd "$SHSTK_TOP"
 # later, emulators_for would take a backend that fails to declare itself
 # for an arch to mean that it does not emulate it.
 (arch_vars x86_64 && emu_vars qemu) >/dev/null
+mkdir -p "$LOG"
+: >"$LOG/steps.tsv"
 
 # run_step NAME KIND CMD...: KIND says how to count its result (see
 # checks/summary.py); the command's output goes to out/test/NAME.log.

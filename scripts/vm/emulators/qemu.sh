@@ -263,6 +263,22 @@ emu_build_command() {
 	fi
 }
 
+# The version of the toolbox's QEMU binary PROG, asked once per toolbox (its
+# stamp) and toolbox setting, not at every boot: through tb it cost 0.3 s.
+stock_qemu_version() {
+	local prog=$1 cache=$SHSTK_CACHE/qemu/stock-$1.version key v
+	key="$(cat "$SHSTK_TOOLBOX_STAMP" 2>/dev/null || true) SHSTK_TOOLBOX=${SHSTK_TOOLBOX:-auto}"
+	if [ "$(head -n1 "$cache" 2>/dev/null)" != "$key" ]; then
+		mkdir -p "${cache%/*}"
+		v=$(tb "$prog" --version | sed -n '1s/.*version //p') || v=
+		# Not kept when the binary did not answer: asked again next time.
+		[ -n "$v" ] || { echo "unknown version"; return 0; }
+		printf '%s\n%s\n' "$key" "$v" >"$cache.$$"
+		mv "$cache.$$" "$cache"
+	fi
+	sed -n 2p "$cache"
+}
+
 # Which QEMU: sets QEMU_BIN (the binary and its firmware options) and
 # EMU_BUILD (what the binary is, for the run's record, vm.json), and says it.
 qemu_select() {
@@ -271,7 +287,7 @@ qemu_select() {
 	case "$QEMU_VARIANT" in
 	stock)
 		QEMU_BIN=("$prog")
-		EMU_BUILD="stock $(tb "$prog" --version | sed -n '1s/.*version //p')"
+		EMU_BUILD="stock $(stock_qemu_version "$prog")"
 		;;
 	patched)
 		# Its path, then what it is.
