@@ -49,9 +49,11 @@ emu_command
 # The first program's start is also timed (vm.json "first_output").
 # Its messages go to a saved copy of stderr, and its own stderr nowhere, so
 # the shell's "Terminated" when cleanup stops it never shows.
+# -s: with --pid, tail polls rather than waits on inotify, by default once a
+# second, so a program's "running" line came up to a second late.
 exec {msg_fd}>&2
 follow() {
-	tail -n +1 -F --pid=$$ "$OUT/guest.out" 2>/dev/null | while read -r line; do
+	tail -s 0.05 -n +1 -F --pid=$$ "$OUT/guest.out" 2>/dev/null | while read -r line; do
 		line=${line%$'\r'}	# a serial line ends in CR LF
 		case "$line" in
 		"SHSTK-LAB BEGIN "*)
@@ -123,7 +125,7 @@ if [ "$rc" -gt 128 ] && [ -n "$klog_lines" ]; then
 		tail -n 5 | tee -a "$OUT/emulator.log" >&2 || true
 fi
 t1=$EPOCHREALTIME
-sleep 0.2	# let the follower print the last lines
+sleep 0.1	# let the follower (polling every 0.05 s) print the last lines
 first=null
 [ ! -s "$OUT/first-output" ] || first=$(awk -v a="$t0" -v b="$(cat "$OUT/first-output")" 'BEGIN { printf "%.2f", b - a }')
 # The outcome in the emulator's own terms made plain: "poweroff_exit" is
