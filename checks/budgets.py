@@ -121,8 +121,9 @@ def main(argv):
         return 2
     rows, total, ok = judge(steps, rules, total_budget)
     print(render(rows, total, args.markdown))
-    over = [r[0] for r in rows + [total] if r[3] != "ok"]
-    print(f"\ntime budgets: {len(rows) - len([o for o in over if o != 'total'])} of {len(rows)} steps"
+    within = sum(verdict == "ok" for _, _, _, verdict in rows)
+    over = [name for name, _, _, verdict in rows + [total] if verdict != "ok"]
+    print(f"\ntime budgets: {within} of {len(rows)} steps"
           f" within{'; over: ' + ', '.join(over) if over else ''}")
     return 0 if ok else 1
 

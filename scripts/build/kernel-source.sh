@@ -89,20 +89,17 @@ if [ "${1:-}" = --check ]; then
 fi
 have=$(cat "$SRC/.shstk-series" 2>/dev/null || true)
 edits=$(git_src status --porcelain --untracked-files=no)
-# What build/kernel.sh keys a build on besides the series: a hash of the
-# edits, left beside the tree so that it need not look at its 96,000 files
-# a second time (0.25 s).
-edits_hash() { git_src diff HEAD | sha256sum | cut -c1-16 >"$SRC/.shstk-edits"; }
 rm -f "$SRC/.shstk-edits"
 if [ "$want" = "$have" ]; then
 	# A developer hacking the tree directly: build with the edits, say so.
 	if [ -n "$edits" ]; then
 		warn "building with local edits in $SRC (git format-patch them into patches/ to keep them):"
 		git_src status --short --untracked-files=no | head -n 20 >&2
-		edits_hash
-	else
-		printf '' | sha256sum | cut -c1-16 >"$SRC/.shstk-edits"
 	fi
+	# What build/kernel.sh keys a build on besides the series: the edits'
+	# hash (of an empty diff when git status saw none), left beside the
+	# tree so that it need not look at its 96,000 files again (0.25 s).
+	{ [ -z "$edits" ] || git_src diff HEAD; } | sha256sum | cut -c1-16 >"$SRC/.shstk-edits"
 	exit 0
 fi
 if [ -n "$edits" ]; then

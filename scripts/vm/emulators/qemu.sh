@@ -152,12 +152,12 @@ qemu_kernel() {
 }
 
 emu_command() {
-	local qemu virtio image replay_options cmdline=$KERNEL_CMDLINE
+	local qemu virtio image replay_append replay_options cmdline=$KERNEL_CMDLINE
 	image=$(qemu_kernel) || exit 1
 	if [ -n "${SHSTK_RR_MODE:-}" ]; then
 		# The recording and its replays boot the same command line.
-		replay_options=$(arch_fact "$ARCH" qemu_replay_append) || exit 1
-		cmdline+=${replay_options:+ $replay_options}
+		replay_append=$(arch_fact "$ARCH" qemu_replay_append) || exit 1
+		cmdline+=${replay_append:+ $replay_append}
 	fi
 	# shellcheck disable=SC2034  # read by vm/boot.sh
 	EMU_MATCH=$OUT/console.log
