@@ -19,6 +19,9 @@ PROG ?=
 # BASELINE=1: the same, on the pristine kernel without the series (A/B).
 BASELINE ?=
 export SHSTK_BASELINE := $(BASELINE)
+# XSAVE_SECONDS=: how long x86's XSAVE state stress runs in make run and make
+# fuzz (guest seconds; scripts/run.sh and scripts/fuzz.sh hold the defaults).
+export XSAVE_SECONDS
 # The supported architectures of config/arches.ini, the one table of them.
 ARCHES := $(shell bash -c '. scripts/lib.sh && arch_names')
 # The ones in progress: only with ARCH= given (config/arches.ini, status).
@@ -38,6 +41,8 @@ help:
 	@echo "shstk-lab targets (ARCH=$(subst $(eval) ,|,$(ARCHES)), EMU=qemu|bochs, PROG=static-binary):"
 	@echo "  make run [ARCH=] [PROG=]  boot the patched kernel, run the guest suite (every arch"
 	@echo "                            without ARCH), or a static PROG; results in out/<arch>/"
+	@echo "  XSAVE_SECONDS=N           x86: the suite's XSAVE state stress (20 guest s under QEMU,"
+	@echo "                            1 under Bochs, whose clock runs about 25 times slow)"
 	@echo "  make smoke [ARCH=]        boot and prove the series is in the kernel"
 	@echo "  make test                 everything CI runs (series, unit, lint, and per arch kernel,"
 	@echo "                            smoke, run, gdb-check, trace, short fuzz; x86 also on Bochs,"

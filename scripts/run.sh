@@ -8,6 +8,9 @@
 #
 # Results land in out/<arch>[-<emu>]/[smoke|prog]/: console.log, guest.out,
 # results.ktap, results.json.  Exit status 0 only if everything passed.
+#
+#   XSAVE_SECONDS=N  how long the suite's XSAVE state stress runs on x86
+#                    (guest seconds; each emulator has its own default)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -22,6 +25,12 @@ case "$mode" in run | smoke) ;; *) die "unknown mode '$mode' (run or smoke)" ;; 
 if [ -n "$PROG" ]; then
 	[ -f "$PROG" ] || die "PROG=$PROG does not exist"
 	py "$SHSTK_TOP/scripts/build/elfcheck.py" "$PROG" "$ARCH" || exit 1
+fi
+# A later setting on the kernel command line wins over the emulator's.
+append=
+if [ -n "${XSAVE_SECONDS:-}" ]; then
+	[[ $XSAVE_SECONDS =~ ^[0-9]+$ ]] || die "XSAVE_SECONDS=$XSAVE_SECONDS is not a number of seconds"
+	append="SHSTK_XSAVE_SECONDS=$XSAVE_SECONDS"
 fi
 out=$EMU_OUT
 timeout=${SHSTK_RUN_TIMEOUT:-600}
@@ -44,7 +53,7 @@ fi
 
 t0=$EPOCHREALTIME
 msg "booting $ARCH under $EMU (timeout $timeout s); logs in $out"
-run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out" "$timeout" || true
+run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out" "$timeout" "$append" || true
 
 if [ -n "$PROG" ]; then
 	msg "output of $(basename "$PROG"):"
