@@ -47,7 +47,8 @@
 #                  INITRD, KERNEL_CMDLINE, OUT and optionally GDB_PORT,
 #                  SHSTK_ROOTFS, and SHSTK_RR_MODE ("record" or "replay")
 #                  with SHSTK_RR_DIR (where the recording is) where
-#                  EMU_RECORD_REPLAY is yes
+#                  EMU_RECORD_REPLAY is yes; it may add to KERNEL_CMDLINE
+#                  what this run needs (vm.json records the result)
 #
 # Why these settings:
 #  - arm64 "-M virt -cpu max" is the only way to get FEAT_GCS (QEMU >= 10.2).
@@ -152,12 +153,12 @@ qemu_kernel() {
 }
 
 emu_command() {
-	local qemu virtio image replay_append replay_options cmdline=$KERNEL_CMDLINE
+	local qemu virtio image replay_append replay_options
 	image=$(qemu_kernel) || exit 1
 	if [ -n "${SHSTK_RR_MODE:-}" ]; then
 		# The recording and its replays boot the same command line.
 		replay_append=$(arch_fact "$ARCH" qemu_replay_append) || exit 1
-		cmdline+=${replay_append:+ $replay_append}
+		KERNEL_CMDLINE+=${replay_append:+ $replay_append}
 	fi
 	# shellcheck disable=SC2034  # read by vm/boot.sh
 	EMU_MATCH=$OUT/console.log
@@ -172,7 +173,7 @@ emu_command() {
 	EMU_CMD=("${qemu[@]}" -M "$(arch_fact "$ARCH" qemu_machine)" -cpu "$(arch_fact "$ARCH" qemu_cpu)"
 		-smp "$EMU_SMP" -m 1G)
 	# shellcheck disable=SC2054  # commas inside QEMU option values
-	EMU_CMD+=(-kernel "$image" -initrd "$INITRD" -append "$cmdline"
+	EMU_CMD+=(-kernel "$image" -initrd "$INITRD" -append "$KERNEL_CMDLINE"
 		-nodefaults -display none -monitor none -no-reboot)
 	if [ -z "${SHSTK_RR_MODE:-}" ]; then
 		# shellcheck disable=SC2054  # commas inside QEMU option values
