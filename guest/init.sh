@@ -53,12 +53,18 @@ esac
 xstate=
 line=$(dmesg 2>/dev/null | grep -m1 'x86/fpu: Enabled xstate features' || true)
 if [ -n "$line" ]; then
-	features=$(echo "$line" | sed -n 's/.*features \(0x[0-9a-f]*\).*/\1/p')
-	format=$(echo "$line" | sed -n "s/.*using '\([a-z]*\)' format.*/\1/p")
+	# "... features 0x1a1f, context size is 1008 bytes, using 'compacted'
+	# format.": taken apart in the shell, each fork costs under TCG.
+	features=${line#*features }
+	features=${features%%,*}
+	format=${line#*"using '"}
+	format=${format%%"'"*}
 	xstate=" xstate=$features,$format"
 fi
-say "kernel $(uname -r), cpu shadow stack: $shstk${xstate:+, FPU state:$xstate}"
-emit "SHSTK-LAB GUEST kernel=$(uname -r) arch=$(uname -m) cpu_shstk=$shstk$xstate"
+uts=$(uname -rm)
+release=${uts% *}
+say "kernel $release, cpu shadow stack: $shstk${xstate:+, FPU state:$xstate}"
+emit "SHSTK-LAB GUEST kernel=$release arch=${uts##* } cpu_shstk=$shstk$xstate"
 
 # bpftrace lives in a Debian root filesystem, read-only: shared over 9p by
 # QEMU, an ext4 disk under Bochs (shstk.rootfs= says which).  It runs
