@@ -55,7 +55,7 @@ mkdir -p "$RR"
 trap stop_vm EXIT
 exit_on_signals
 # The project's QEMU is built before anything is timed.
-emu_build_now
+! declare -F emu_gdbstub_prepare >/dev/null || emu_gdbstub_prepare
 
 t0=$EPOCHREALTIME
 rc=0
