@@ -70,8 +70,8 @@ for a in $arches; do
 	for emu in $(emulators_for "$a"); do
 		emu_vars "$emu"
 		tag=$(basename "$EMU_OUT")
-		# The project's own emulator build (x86: QEMU with CET, and Bochs),
-		# also a step of its own.
+		# The project's own emulator build (x86: QEMU with CET), also a
+		# step of its own.
 		EMU_BUILD_CMD=()
 		! declare -F emu_build_command >/dev/null || emu_build_command
 		if [ "${#EMU_BUILD_CMD[@]}" -gt 0 ]; then
