@@ -24,16 +24,20 @@ export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 out=/dev/console
 trace=
 rootfs=
+slow=1
 read -r cmdline </proc/cmdline
 for arg in $cmdline; do
 	case "$arg" in
 	shstk.out=*) out=${arg#shstk.out=} ;;
 	shstk.trace=*) trace=${arg#shstk.trace=} ;;
 	shstk.rootfs=*) rootfs=${arg#shstk.rootfs=} ;;
+	# How many times slower than real time the guest clock runs (Bochs's).
+	shstk.slow=*) slow=${arg#shstk.slow=} ;;
 	shstk.why=*) SHSTK_LAB_NO_SHSTK_WHY=$(echo "${arg#shstk.why=}" | tr _ ' ')
 		export SHSTK_LAB_NO_SHSTK_WHY ;;
 	esac
 done
+case "$slow" in '' | *[!0-9]* | 0) slow=1 ;; esac
 
 say() { echo "shstk-lab: $*" >/dev/console; }
 emit() { echo "$*" >>"$out"; }
@@ -108,6 +112,25 @@ trace_start() {
 	echo $! >"/tmp/trace.$1.pid"
 }
 
+# trace_where SCRIPT: where each thread of a bpftrace that has not attached
+# yet is, in the kernel, on the console.  Taken on the way, after about 60
+# and 150 s of real time (a first attach has taken 27 s): a guest whose
+# clock runs slow (shstk.slow=, Bochs's) is killed by the host's timeout
+# long before this init's own deadline.
+trace_where() {
+	pid=$(cat "/tmp/trace.$1.pid")
+	for task in /proc/"$pid"/task/*; do
+		[ -r "$task/stat" ] || continue
+		read -r stat <"$task/stat"
+		# "tid (comm) state ...": comm may hold spaces, the state follows ") ".
+		state=${stat#*") "}
+		say "bpftrace $1 not attached: task ${task##*/} state ${state%% *}" \
+			"wchan $(cat "$task/wchan" 2>/dev/null)"
+		sed 's/^/shstk-lab:   /' "$task/stack" >/dev/console 2>/dev/null
+	done
+	say "bpftrace $1 so far: $(tail -n 2 "/tmp/trace.$1.log" | tr '\n' ' ')"
+}
+
 # trace_ready SCRIPT: wait for its BEGIN probe, which runs once every probe
 # is attached.
 trace_ready() {
@@ -115,6 +138,7 @@ trace_ready() {
 	while ! grep -q "^TRACE READY" "/tmp/trace.$1.log"; do
 		kill -0 "$(cat "/tmp/trace.$1.pid")" 2>/dev/null || return 1
 		i=$((i + 1))
+		case "$i" in $((600 / slow)) | $((1500 / slow))) trace_where "$1" ;; esac
 		[ "$i" -lt 1800 ] || return 1
 		sleep 0.1
 	done
