@@ -410,6 +410,23 @@ wait_children() {
 	return "$rc"
 }
 
+# Wait for one child that start_child started, and forget it, while the
+# others go on (and are still stopped on TERM or INT); returns its status.
+# The script's own traps are back once it has no children left.
+wait_child() {
+	local p st=0 kept=()
+	wait "$1" || st=$?
+	for p in "${_shstk_children[@]}"; do
+		[ "$p" = "$1" ] || kept+=("$p")
+	done
+	_shstk_children=("${kept[@]}")
+	if [ "${#kept[@]}" -eq 0 ]; then
+		trap - TERM INT
+		eval "${_shstk_saved_traps:-}"
+	fi
+	return "$st"
+}
+
 # Run one long child (a VM boot) so that a TERM or INT to this script stops
 # it too.   run_child CMD ARGS...   (returns the child's status)
 run_child() {

@@ -12,11 +12,100 @@
 #      QEMU and again under Bochs, and then compares the two suites'
 #      verdicts case by case
 #
+# Two lanes: an emulator that runs on one host thread (Bochs) gets its steps
+# run beside the others' (a second make test process, "--steps ARCH EMU")
+# when the machine has a CPU for it; SHSTK_TEST_LANES=1 runs everything in
+# one.  A step that needs the CPUs to itself (the recorded token race, the
+# fuzz, one VM per CPU) holds the other lane back while it runs.
+#
 # Ends with "N passed, N failed, N skipped" (test points, summed).
 # ARCH limits the VM steps to one architecture.
+#
+#   scripts/test.sh [ARCH]
+#   scripts/test.sh --steps ARCH EMU   (one emulator's VM steps: the side lane)
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+
+LOG=$SHSTK_OUT/test
+cd "$SHSTK_TOP"
+
+# run_step [--alone] NAME KIND CMD...: KIND says how to count its result
+# (see checks/summary.py); the command's output goes to out/test/NAME.log.
+# Each step's wall time goes to out/test/steps.tsv, for the time budgets
+# (config/test-budgets, checks/budgets.py), and its verdict to
+# out/test/verdicts.tsv, which both lanes write and the summary reads.
+# --alone: no step of the other lane runs meanwhile (a turnstile held while
+# it waits for the room, so the other lane cannot slip back in, and the room
+# itself, which ordinary steps share).
+run_step() {
+	local alone='' name kind rc=0 t0 took turnstile room
+	[ "$1" != --alone ] || { alone=1; shift; }
+	name=$1 kind=$2
+	shift 2
+	exec {turnstile}>>"$LOG/.turnstile" {room}>>"$LOG/.room"
+	flock -x "$turnstile"
+	if [ -n "$alone" ]; then
+		flock -x "$room"
+	else
+		flock -u "$turnstile"
+		flock -s "$room"
+	fi
+	t0=$EPOCHREALTIME
+	msg "== $name"
+	# A child, so that a TERM or INT stops it; the locks stay this
+	# shell's (a child that outlived its step would hold them).
+	start_child "$@" >"$LOG/$name.log" 2>&1 {turnstile}>&- {room}>&-
+	wait_child "$CHILD_PID" || rc=$?
+	took=$(elapsed "$t0")
+	exec {turnstile}>&- {room}>&-
+	LAST_RC=$rc
+	printf '%s\t%s\n' "$name" "$took" >>"$LOG/steps.tsv"
+	printf '%s\t%s\t%s\n' "$name" "$kind" "$rc" >>"$LOG/verdicts.tsv"
+	msg "   $name: exit $rc in $took s (log: $LOG/$name.log)"
+}
+
+# emu_steps ARCH EMU: every VM step of one emulator on one arch (the arch's
+# kernel built).  Its suite's results.json is named in
+# out/test/shstk-runs.ARCH when the guest has shadow stacks there.
+emu_steps() {
+	local a=$1 tag
+	arch_vars "$a"
+	emu_vars "$2"
+	tag=$(basename "$EMU_OUT")
+	# The project's own emulator build (x86: QEMU with CET), also a step
+	# of its own.
+	EMU_BUILD_CMD=()
+	! declare -F emu_build_command >/dev/null || emu_build_command
+	if [ "${#EMU_BUILD_CMD[@]}" -gt 0 ]; then
+		run_step "emulator-$tag" build "${EMU_BUILD_CMD[@]}"
+		# Its VM steps would each try the failed build again.
+		[ "$LAST_RC" -eq 0 ] || return 0
+	fi
+	run_step "smoke-$tag" "results:$EMU_OUT/smoke" scripts/run.sh smoke "$a" "$2"
+	run_step "run-$tag" "results:$EMU_OUT" scripts/run.sh run "$a" "$2"
+	run_step "gdb-check-$tag" gdbsteps scripts/gdb-check.sh "$a" "$2"
+	# Every trace/ script in one boot, each log checked on its own.
+	run_step "trace-$tag" gdbsteps scripts/trace.sh "$a" "$2"
+	# One round of the token race recorded, replayed twice (the same
+	# stops) and, where the emulator can, run backwards under gdb; a skip
+	# that says why where it cannot record.
+	run_step --alone "replay-$tag" gdbsteps scripts/replay.sh --check "$a" "$2"
+	# A short fuzz on the normal kernel (make fuzz is the long one, on the
+	# debug kernel); its seed is in the log.  Not where the guest has no
+	# shadow stack: it would fuzz the refusal path only.
+	if [ -z "$EMU_NO_SHSTK_WHY" ]; then
+		run_step --alone "fuzz-$tag" "results:$EMU_OUT/fuzz" \
+			env KCONFIG= CALLS=3000 ROUNDS=300 XSAVE_SECONDS=1 scripts/fuzz.sh "$a" "$2"
+		echo "$EMU_OUT/results.json" >>"$LOG/shstk-runs.$a"
+	fi
+}
+
+if [ "${1:-}" = --steps ]; then
+	[ "$#" -eq 3 ] || die "usage: scripts/test.sh --steps ARCH EMU"
+	emu_steps "$2" "$3"
+	exit 0
+fi
 
 arches=${1:-$(arch_names | paste -sd" ")}
 # The arches in progress are left out, with the reason (config/arches.ini).
@@ -25,31 +114,15 @@ if [ -z "${1:-}" ]; then
 		[[ " $arches " == *" $a "* ]] || msg "$a: not in make test, $(arch_fact "$a" status)"
 	done
 fi
-LOG=$SHSTK_OUT/test
-steps=()
-shstk_runs=()
-cd "$SHSTK_TOP"
 # A bad emulator setting (QEMU=) stops make test before anything runs:
 # later, emulators_for would take a backend that fails to declare itself
 # for an arch to mean that it does not emulate it.
 (arch_vars x86_64 && emu_vars qemu) >/dev/null
 mkdir -p "$LOG"
 : >"$LOG/steps.tsv"
-
-# run_step NAME KIND CMD...: KIND says how to count its result (see
-# checks/summary.py); the command's output goes to out/test/NAME.log.
-# Each step's wall time goes to out/test/steps.tsv, for the time budgets
-# (config/test-budgets, checks/budgets.py).
-run_step() {
-	local name=$1 kind=$2 rc=0 t0=$EPOCHREALTIME took
-	shift 2
-	msg "== $name"
-	"$@" >"$LOG/$name.log" 2>&1 || rc=$?
-	steps+=("$name" "$kind" "$rc")
-	took=$(elapsed "$t0")
-	printf '%s\t%s\n' "$name" "$took" >>"$LOG/steps.tsv"
-	msg "   $name: exit $rc in $took s (log: $LOG/$name.log)"
-}
+: >"$LOG/verdicts.tsv"
+rm -f "$LOG"/shstk-runs.*
+t_start=$EPOCHREALTIME
 
 # The toolbox first: every later step runs its tools, and on a fresh cache a
 # unit test would otherwise wait for it to be made.  Then the series: it
@@ -57,58 +130,62 @@ run_step() {
 # tests use.
 run_step toolbox build scripts/tools/toolbox.sh
 run_step series ktap scripts/check-series.sh
-run_step unit unittest py -m unittest discover -s tests -t . -v
+run_step unit unittest "$SHSTK_PYTHON" -m unittest discover -s tests -t . -v
 run_step lint ktap scripts/lint.sh
-# Every VM step runs under every emulator that emulates the arch (x86: the
-# project's QEMU and Bochs, both with CET).
 
+# side_lane EMU: whether EMU's steps may run beside the main lane's: it
+# runs on one host thread and the machine has a CPU besides the one the
+# main lane's emulator keeps busy most.
+side_lane() {
+	[ "${SHSTK_TEST_LANES:-2}" != 1 ] && [ "$(nproc)" -ge 2 ] &&
+		(emu_vars "$1" && [ "$EMU_HOST_THREADS" -eq 1 ]) >/dev/null 2>&1
+}
+
+# Every VM step runs under every emulator that emulates the arch (x86: the
+# project's QEMU and Bochs, both with CET); a side-lane emulator's first,
+# so that they overlap the most.
+side_pid=
 for a in $arches; do
 	a=$(shstk_arch "$a")
 	# The kernel build is its own step: a broken build is named as such.
 	run_step "kernel-$a" build scripts/build/kernel.sh "$a"
 	arch_vars "$a"
+	main=()
 	for emu in $(emulators_for "$a"); do
-		emu_vars "$emu"
-		tag=$(basename "$EMU_OUT")
-		# The project's own emulator build (x86: QEMU with CET), also a
-		# step of its own.
-		EMU_BUILD_CMD=()
-		! declare -F emu_build_command >/dev/null || emu_build_command
-		if [ "${#EMU_BUILD_CMD[@]}" -gt 0 ]; then
-			run_step "emulator-$tag" build "${EMU_BUILD_CMD[@]}"
-			# Its VM steps would each try the failed build again.
-			[ "${steps[-1]}" -eq 0 ] || continue
-		fi
-		run_step "smoke-$tag" "results:$EMU_OUT/smoke" scripts/run.sh smoke "$a" "$emu"
-		run_step "run-$tag" "results:$EMU_OUT" scripts/run.sh run "$a" "$emu"
-		run_step "gdb-check-$tag" gdbsteps scripts/gdb-check.sh "$a" "$emu"
-		# Every trace/ script in one boot, each log checked on its own.
-		run_step "trace-$tag" gdbsteps scripts/trace.sh "$a" "$emu"
-		# One round of the token race recorded, replayed twice (the same
-		# stops) and, where the emulator can, run backwards under gdb; a
-		# skip that says why where it cannot record.
-		run_step "replay-$tag" gdbsteps scripts/replay.sh --check "$a" "$emu"
-		# A short fuzz on the normal kernel (make fuzz is the long one, on
-		# the debug kernel); its seed is in the log.  Not where the guest
-		# has no shadow stack: it would fuzz the refusal path only.
-		if [ -z "$EMU_NO_SHSTK_WHY" ]; then
-			run_step "fuzz-$tag" "results:$EMU_OUT/fuzz" \
-				env KCONFIG= CALLS=3000 ROUNDS=300 XSAVE_SECONDS=1 scripts/fuzz.sh "$a" "$emu"
-			shstk_runs+=("$EMU_OUT/results.json")
+		if side_lane "$emu"; then
+			# One side lane at a time.
+			[ -z "$side_pid" ] || wait_child "$side_pid" || true
+			start_child scripts/test.sh --steps "$a" "$emu"
+			side_pid=$CHILD_PID
+		else
+			main+=("$emu")
 		fi
 	done
-	# Two emulators with shadow stacks (x86: QEMU with CET in TCG, and
-	# Bochs): the same cases must get the same verdicts on both.
-	if [ "${#shstk_runs[@]}" -eq 2 ]; then
-		run_step "compare-$a" ktap py -m checks.compare "${shstk_runs[@]}"
-	fi
-	shstk_runs=()
+	for emu in "${main[@]}"; do
+		emu_steps "$a" "$emu"
+	done
+done
+[ -z "$side_pid" ] || wait_child "$side_pid" || warn "the side lane (scripts/test.sh --steps) failed"
+
+# Two emulators with shadow stacks (x86: QEMU with CET in TCG, and Bochs):
+# the same cases must get the same verdicts on both.
+for a in $arches; do
+	a=$(shstk_arch "$a")
+	[ -f "$LOG/shstk-runs.$a" ] || continue
+	mapfile -t runs <"$LOG/shstk-runs.$a"
+	[ "${#runs[@]}" -ne 2 ] || run_step "compare-$a" ktap "$SHSTK_PYTHON" -m checks.compare "${runs[@]}"
 done
 
 # The harness under faults (Ctrl-C, a hung guest, two arches at once): these
-# boot VMs, so they come after the kernels are built.
-run_step harness unittest py -m unittest tests.vm_harness -v
+# boot VMs, so they come after the kernels are built, and alone.
+run_step harness unittest "$SHSTK_PYTHON" -m unittest tests.vm_harness -v
+printf 'total\t%s\n' "$(elapsed "$t_start")" >>"$LOG/steps.tsv"
 
+# Every step's verdict, in the order the steps ended.
+steps=()
+while IFS=$'\t' read -r name kind rc; do
+	steps+=("$name" "$kind" "$rc")
+done <"$LOG/verdicts.tsv"
 # JUnit XML for CI systems, beside the summary: out/test/results.junit.xml.
 PYTHONPATH=$SHSTK_TOP py -m checks.junit make-test "$LOG" "$LOG/results.junit.xml" "${steps[@]}" ||
 	warn "writing $LOG/results.junit.xml failed"

@@ -72,6 +72,17 @@ class BudgetsTest(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("over: total", out)
 
+    def test_the_total_is_the_wall_time_when_given(self):
+        # Two lanes: the steps' sum (38.5 s) is over, the wall (30 s) is not.
+        rc, out = run("unit\t29.0\nsmoke-arm64\t9.5\ntotal\t30.0\n",
+                      "unit 30\nsmoke-* 10\ntotal 35\n")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("2 of 2 steps within", out)
+        rc, out = run("unit\t29.0\nsmoke-arm64\t9.5\ntotal\t36.0\n",
+                      "unit 30\nsmoke-* 10\ntotal 35\n")
+        self.assertEqual(rc, 1)
+        self.assertIn("over: total", out)
+
     def test_a_step_without_a_budget_fails(self):
         rc, out = run("unit\t1.0\nnew-step\t1.0\n", "unit 30\ntotal 60\n")
         self.assertEqual(rc, 1)
