@@ -73,8 +73,8 @@ emu_steps() {
 	arch_vars "$a"
 	emu_vars "$2"
 	tag=$(basename "$EMU_OUT")
-	# The project's own emulator build (x86: QEMU with CET), also a step
-	# of its own.
+	# The project's own emulator build (QEMU with CET and Zicfiss fixes,
+	# Bochs with its gdbstub), also a step of its own.
 	EMU_BUILD_CMD=()
 	! declare -F emu_build_command >/dev/null || emu_build_command
 	if [ "${#EMU_BUILD_CMD[@]}" -gt 0 ]; then

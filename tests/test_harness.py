@@ -88,10 +88,17 @@ class BackendTest(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("usage: build/qemu.sh ARCH", r.stderr)
 
-    def test_a_backends_optional_functions_do_not_outlive_it(self):
-        # make test sources QEMU's backend, then Bochs's, in one shell.
-        out = self.emu("emu_vars qemu; emu_vars bochs; declare -F emu_build_command || echo none")
-        self.assertEqual(out, ["none"])
+    def test_a_backends_functions_do_not_outlive_it(self):
+        # make test sources one backend after the other in one shell: after
+        # Bochs's (the project's Bochs to build), a stock QEMU has nothing
+        # to build, and an arch Bochs does not emulate has no Bochs left.
+        show = 'EMU_BUILD_CMD=(); emu_build_command; echo "${#EMU_BUILD_CMD[@]}"'
+        self.assertEqual(self.emu("emu_vars bochs; " + show), ["1"])
+        self.assertEqual(self.emu("emu_vars bochs; emu_vars qemu; " + show,
+                                  {"SHSTK_QEMU": "stock"}), ["0"])
+        out = self.emu("emu_vars bochs; arch_vars arm64; emu_vars qemu; "
+                       "declare -F emu_build_command >/dev/null && " + show)
+        self.assertEqual(out, ["0"])
 
     def test_cet_where_the_qemu_has_it(self):
         show = 'echo "${EMU_NO_SHSTK_WHY:-none}" | tr " " _; echo "${EMU_SSP_REGISTER:-none}"'
