@@ -245,7 +245,7 @@ emu_vars() {
 	fi
 	# A backend's optional functions must not outlive it in a shell that
 	# sources several (make test).
-	unset -f emu_prepare emu_build_command emu_gdbstub_prepare
+	unset -f emu_prepare emu_build_command
 	# shellcheck source=vm/emulators/qemu.sh
 	. "$SHSTK_TOP/scripts/vm/emulators/$EMU.sh"
 	emu_declare
@@ -434,13 +434,22 @@ run_child() {
 	wait_children
 }
 
+# The project's own build of this emulator (emu_build_command), made now if
+# it is missing or out of date: a paused boot waits for its gdbstub for a
+# minute only, and a timed replay must not time a build.
+emu_build_now() {
+	EMU_BUILD_CMD=()
+	! declare -F emu_build_command >/dev/null || emu_build_command
+	[ "${#EMU_BUILD_CMD[@]}" -eq 0 ] || "${EMU_BUILD_CMD[@]}" >/dev/null
+}
+
 # The guest booted paused under the emulator's gdbstub on a free port, for
 # gdb: sets VM_PID and GDB_PORT.  Callers trap EXIT to stop_vm first.
 #   start_paused_vm EMU OUTDIR IMAGE TIMEOUT
 start_paused_vm() {
 	local emu=$1
 	shift
-	! declare -F emu_gdbstub_prepare >/dev/null || emu_gdbstub_prepare
+	emu_build_now
 	VM_QMP=
 	if [ "$EMU_QMP" = yes ]; then
 		VM_QMP=$(qmp_socket "$1")

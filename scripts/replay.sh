@@ -55,7 +55,7 @@ mkdir -p "$RR"
 trap stop_vm EXIT
 exit_on_signals
 # The project's QEMU is built before anything is timed.
-! declare -F emu_gdbstub_prepare >/dev/null || emu_gdbstub_prepare
+emu_build_now
 
 t0=$EPOCHREALTIME
 rc=0

@@ -124,13 +124,9 @@ RC
 
 # The project's Bochs, built when it is missing or out of date: make test
 # runs this as a step of its own, a paused boot before it starts (lib.sh
-# start_paused_vm), so neither waits for a build on the way.
+# emu_build_now), so neither waits for a build on the way.
 emu_build_command() {
 	EMU_BUILD_CMD=("$SHSTK_TOP/scripts/build/bochs.sh")
-}
-
-emu_gdbstub_prepare() {
-	"$SHSTK_TOP/scripts/build/bochs.sh" >/dev/null
 }
 
 emu_command() {

@@ -39,7 +39,8 @@
 #   emu_build_command  (optional) sets EMU_BUILD_CMD to the command that
 #                  builds this emulator for $ARCH when it is the project's
 #                  own build (empty when there is nothing to build): make
-#                  test runs it as a step of its own
+#                  test runs it as a step of its own, a paused boot and a
+#                  replay before they start (lib.sh emu_build_now)
 #   emu_prepare    (optional) makes the boot medium, once OUT is set
 #   emu_command    fills EMU_CMD (the command line) and EMU_MATCH (a string
 #                  only this run's emulator has on its command line: what
@@ -301,9 +302,3 @@ qemu_select() {
 	msg "$ARCH QEMU: $EMU_BUILD"
 }
 
-# A paused boot waits for its gdbstub for a minute only: the patched QEMU
-# is built before, not on the way (lib.sh start_paused_vm).
-emu_gdbstub_prepare() {
-	emu_build_command
-	[ "${#EMU_BUILD_CMD[@]}" -eq 0 ] || "${EMU_BUILD_CMD[@]}" >/dev/null
-}
