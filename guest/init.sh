@@ -20,12 +20,49 @@ mount -t tmpfs tmpfs /tmp
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+read -r cmdline </proc/cmdline
+
+# shstk.snapshot=DEV (Bochs, scripts/vm/emulators/bochs.sh): Bochs saves
+# this boot here, and every run restored from it goes on from here with
+# a payload of its own on the disk DEV: the words of its command line for
+# this init (/proc/cmdline is the snapshot's), and its guest image,
+# unpacked over this one.  From then on the run is a cold boot's.
+snapshot=
+for arg in $cmdline; do
+	case "$arg" in shstk.snapshot=*) snapshot=${arg#shstk.snapshot=} ;; esac
+done
+if [ -n "$snapshot" ]; then
+	# The disk is probed asynchronously: it must be there before the save.
+	i=0
+	while [ ! -b "$snapshot" ] && [ "$i" -lt 100 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	/bin/snapshot_point /dev/console
+	# Direct I/O: the kernel cached what it read of the disk before the
+	# save (its partition table), and the payload is new.  The first
+	# 4 KiB: "shstk-payload BYTES", then the words; the image follows.
+	dd if="$snapshot" of=/tmp/payload.head iflag=direct bs=4096 count=1 2>/dev/null
+	{ read -r magic bytes; read -r cmdline; } </tmp/payload.head
+	if [ "$magic" != shstk-payload ]; then
+		echo "shstk-lab: no payload on $snapshot after the restore" >/dev/console
+		poweroff -f
+	fi
+	dd if="$snapshot" iflag=direct bs=4096 skip=1 count=$(((bytes + 4095) / 4096)) 2>/dev/null |
+		head -c "$bytes" | zcat | (cd / && cpio -i -d -u 2>/dev/null)
+	# What the kernel hands init as its environment: NAME=value words.
+	for arg in $cmdline; do
+		case "${arg%%=*}" in
+		"$arg" | '' | [0-9]* | *[!A-Za-z0-9_]*) ;;
+		*) export "${arg?}" ;;
+		esac
+	done
+fi
 
 out=/dev/console
 trace=
 rootfs=
 slow=1
-read -r cmdline </proc/cmdline
 for arg in $cmdline; do
 	case "$arg" in
 	shstk.out=*) out=${arg#shstk.out=} ;;

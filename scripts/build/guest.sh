@@ -8,6 +8,10 @@
 #   scripts/build/guest.sh ARCH [SUITE]        a suite of guest/tests.list
 #                                              (run by default, or smoke)
 #   scripts/build/guest.sh ARCH --prog FILE    one user program instead
+#   scripts/build/guest.sh ARCH --snapshot-base  no program: init, busybox
+#                                              and guest/snapshot_point.c,
+#                                              the image a Bochs snapshot
+#                                              boots (vm/emulators/bochs.sh)
 #
 # Prints the path of the image it built.
 set -euo pipefail
@@ -17,12 +21,15 @@ set -euo pipefail
 arch_vars "${1:-}"
 shift || true
 prog=
+base=
 suite=run
 if [ "${1:-}" = --prog ]; then
 	prog=${2:?--prog needs a file}
 	[ -f "$prog" ] || die "PROG=$prog does not exist"
 	prog=$(readlink -f "$prog")
 	py "$SHSTK_TOP/scripts/build/elfcheck.py" "$prog" "$ARCH" || exit 1
+elif [ "${1:-}" = --snapshot-base ]; then
+	base=yes
 elif [ -n "${1:-}" ]; then
 	suite=$1
 fi
@@ -141,6 +148,7 @@ busybox() {
 }
 
 [ -z "$prog" ] || suite=prog
+[ -z "$base" ] || suite=snapshot-base
 list=$GUEST/$suite.list
 tests=$GUEST/$suite.tests
 image=$GUEST/$suite.cpio.gz
@@ -163,6 +171,10 @@ if [ -n "$prog" ]; then
 	echo "dir /tests/user 0755 0 0" >>"$list"
 	echo "file /tests/user/$(basename "$prog") $prog 0755 0 0" >>"$list"
 	echo "user /tests/user/$(basename "$prog") ${SHSTK_PROG_TIMEOUT:-600}" >>"$tests"
+elif [ -n "$base" ]; then
+	# The run's own image comes later, unpacked over this one by init.
+	build_ours snapshot_point snapshot_point.c
+	echo "file /bin/snapshot_point $GUEST/bin/snapshot_point 0755 0 0" >>"$list"
 else
 	ksft=()
 	while read -r name timeout src; do
