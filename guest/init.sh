@@ -25,8 +25,8 @@ read -r cmdline </proc/cmdline
 # shstk.snapshot=DEV (Bochs, scripts/vm/emulators/bochs.sh): Bochs saves
 # this boot here, and every run restored from it goes on from here with
 # a payload of its own on the disk DEV: the words of its command line for
-# this init (/proc/cmdline is the snapshot's), and its guest image,
-# unpacked over this one.  From then on the run is a cold boot's.
+# this init (/proc/cmdline is the snapshot's), and what its guest image
+# has that this one has not (a cpio archive), unpacked over this one.  From then on the run is a cold boot's.
 snapshot=
 for arg in $cmdline; do
 	case "$arg" in shstk.snapshot=*) snapshot=${arg#shstk.snapshot=} ;; esac
@@ -41,15 +41,18 @@ if [ -n "$snapshot" ]; then
 	/bin/snapshot_point /dev/console
 	# Direct I/O: the kernel cached what it read of the disk before the
 	# save (its partition table), and the payload is new.  The first
-	# 4 KiB: "shstk-payload BYTES", then the words; the image follows.
+	# 4 KiB: "shstk-payload BYTES", then the words; the archive follows.
 	dd if="$snapshot" of=/tmp/payload.head iflag=direct bs=4096 count=1 2>/dev/null
 	{ read -r magic bytes; read -r cmdline; } </tmp/payload.head
 	if [ "$magic" != shstk-payload ]; then
 		echo "shstk-lab: no payload on $snapshot after the restore" >/dev/console
 		poweroff -f
 	fi
-	dd if="$snapshot" iflag=direct bs=4096 skip=1 count=$(((bytes + 4095) / 4096)) 2>/dev/null |
-		head -c "$bytes" | zcat | (cd / && cpio -i -d -u 2>/dev/null)
+	# In 1 MiB requests: each costs the emulated disk an interrupt and
+	# the guest a command (1.4 MB in 4 KiB requests took 3.8 s).
+	dd if="$snapshot" iflag=direct,skip_bytes bs=1048576 skip=4096 \
+		count=$(((bytes + 1048575) / 1048576)) 2>/dev/null |
+		head -c "$bytes" | (cd / && cpio -i -d -u 2>/dev/null)
 	# What the kernel hands init as its environment: NAME=value words.
 	for arg in $cmdline; do
 		case "${arg%%=*}" in

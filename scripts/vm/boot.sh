@@ -132,9 +132,13 @@ first=null
 # the status this emulator gives a guest power-off, so checks/ compares
 # "exit" with it and knows no emulator by name; "xstate_format" the XSAVE
 # format its x86 CPU makes the kernel choose, which the guest reports.
-printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "cmdline": "%s"}\n' \
+# "snapshot": the key of the post-boot snapshot the run was restored from
+# (Bochs: EMU_SNAPSHOT), null after a cold boot.
+snapshot=null
+[ -z "${EMU_SNAPSHOT:-}" ] || snapshot="\"$EMU_SNAPSHOT\""
+printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "cmdline": "%s", "snapshot": %s}\n' \
 	"$ARCH" "$EMU" "${EMU_BUILD:-}" "$rc" "$EMU_POWEROFF_EXIT" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
 	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" "$EMU_SMP" "${EMU_XSTATE_FORMAT:-}" \
-	"$KERNEL_CMDLINE" >"$OUT/vm.json"
+	"$KERNEL_CMDLINE" "$snapshot" >"$OUT/vm.json"
 [ "$rc" -ne 124 ] || msg "emulator timed out after $TIMEOUT s; console log: $OUT/console.log"
 exit "$rc"

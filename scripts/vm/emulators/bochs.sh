@@ -33,6 +33,17 @@
 #    read-only and keeps guest writes in a journal under OUT: Bochs locks an
 #    image it opens for writing, and two runs may share this one.
 #  - With GDB_PORT the gdbstub is enabled: Bochs waits for gdb at power-on.
+#  - Every other run is restored from a post-boot snapshot (docs/boot.md):
+#    the boot to init's snapshot point (guest/init.sh shstk.snapshot=)
+#    takes about 8 s, the restore under 1 s.  The snapshot is made once per
+#    kernel, Bochs build, base guest image, configuration and disk set (the
+#    bpftrace disk or not: two snapshots, as a disk cannot be added at a
+#    restore and making one costs nothing for the runs without it), kept
+#    in the cache under the hash of all of those.  What differs per run
+#    comes on a payload disk (ata1-master): init's words of the command
+#    line and the guest image.  Bochs checks a volatile disk's base image
+#    at the restore against the saved size and mtime, so the payload disk
+#    always has the same of both.  SHSTK_BOCHS_SNAPSHOT=0 boots cold.
 
 # shellcheck disable=SC2034  # read by lib.sh, vm/boot.sh and the gdb scripts
 emu_declare() {
@@ -78,16 +89,21 @@ rootfs_disk() {
 	echo "$img"
 }
 
-emu_prepare() {
-	local iso=$OUT/iso disk=
-	if [ -n "${SHSTK_ROOTFS:-}" ]; then
-		disk=$(rootfs_disk "$SHSTK_ROOTFS") || return 1
-	fi
+# The payload disk of a run restored from a snapshot: its size and mtime
+# are the snapshot's, or Bochs refuses the restore (a volatile disk's base
+# image must be the one it saved with); whole cylinders of the geometry
+# bochsrc gives it.  32 MiB: the largest guest image is 3 MiB.
+BOCHS_PAYLOAD_BYTES=$((65 * 16 * 63 * 512))
+BOCHS_PAYLOAD_MTIME=@1000000000
+
+# bochs_iso DIR CMDLINE INITRD: DIR/boot.iso, isolinux booting KERNEL.
+bochs_iso() {
+	local dir=$1 iso=$1/iso
 	rm -rf "$iso"
 	mkdir -p "$iso/isolinux"
 	tb cp /usr/lib/ISOLINUX/isolinux.bin /usr/lib/syslinux/modules/bios/ldlinux.c32 "$iso/isolinux/"
 	cp "$KERNEL" "$iso/bzImage"
-	cp "$INITRD" "$iso/initrd.gz"
+	cp "$3" "$iso/initrd.gz"
 	cat >"$iso/isolinux/isolinux.cfg" <<CFG
 SERIAL 0 115200
 DEFAULT linux
@@ -95,30 +111,173 @@ PROMPT 0
 TIMEOUT 0
 LABEL linux
   KERNEL /bzImage
-  APPEND initrd=/initrd.gz $KERNEL_CMDLINE
+  APPEND initrd=/initrd.gz $2
 CFG
-	tb xorriso -as mkisofs -quiet -o "$OUT/boot.iso" -b isolinux/isolinux.bin -c isolinux/boot.cat \
-		-no-emul-boot -boot-load-size 4 -boot-info-table "$iso" >"$OUT/xorriso.log" 2>&1 || return 1
-	cat >"$OUT/bochsrc" <<RC
+	tb xorriso -as mkisofs -quiet -o "$dir/boot.iso" -b isolinux/isolinux.bin -c isolinux/boot.cat \
+		-no-emul-boot -boot-load-size 4 -boot-info-table "$iso" >"$dir/xorriso.log" 2>&1 ||
+		{ msg "making $dir/boot.iso failed; see $dir/xorriso.log"; return 1; }
+	rm -rf "$iso"
+}
+
+# bochs_rc ISO RUNDIR: the configuration every run has, its console,
+# results channel and log in RUNDIR.
+bochs_rc() {
+	cat <<RC
 megs: 1024
 cpu: model=tigerlake, count=1, ips=100000000, reset_on_triple_fault=0, ignore_bad_msrs=1
 romimage: file=/usr/share/bochs/BIOS-bochs-latest
 vgaromimage: file=/usr/share/vgabios/vgabios.bin
 display_library: nogui
-ata0-master: type=cdrom, path=$OUT/boot.iso, status=inserted
+ata0-master: type=cdrom, path=$1, status=inserted
 boot: cdrom
-com1: enabled=1, mode=file, dev=$OUT/console.log
-com2: enabled=1, mode=file, dev=$OUT/guest.out
+com1: enabled=1, mode=file, dev=$2/console.log
+com2: enabled=1, mode=file, dev=$2/guest.out
 clock: sync=none
-log: $OUT/bochs.log
+log: $2/bochs.log
 panic: action=fatal
 error: action=report
 RC
-	if [ -n "$disk" ]; then
-		echo "ata0-slave: type=disk, mode=volatile, path=$disk, journal=$OUT/rootfs.redolog, heads=16, spt=63" >>"$OUT/bochsrc"
+	if [ -n "$BOCHS_ROOTFS_DISK" ]; then
+		echo "ata0-slave: type=disk, mode=volatile, path=$BOCHS_ROOTFS_DISK, journal=$2/rootfs.redolog, heads=16, spt=63"
 	fi
+}
+
+# bochs_payload IMAGE WORDS CPIO: the payload disk of a restored run
+# (guest/init.sh shstk.snapshot=): a first 4 KiB block
+# "shstk-payload BYTES\nWORDS\n", then CPIO, BYTES long.
+bochs_payload() {
+	local bytes head
+	bytes=$(stat -c %s "$3")
+	head=$(printf 'shstk-payload %d\n%s\n' "$bytes" "$2")
+	[ "${#head}" -lt 4096 ] || die "the kernel command line is too long for the Bochs payload header"
+	[ $((4096 + bytes)) -le "$BOCHS_PAYLOAD_BYTES" ] ||
+		die "the guest image $3 ($bytes bytes) does not fit the Bochs payload disk ($BOCHS_PAYLOAD_BYTES bytes)"
+	printf '%s\n' "$head" >"$1"
+	truncate -s 4096 "$1"
+	cat "$3" >>"$1"
+	truncate -s "$BOCHS_PAYLOAD_BYTES" "$1"
+	touch -d "$BOCHS_PAYLOAD_MTIME" "$1"
+}
+
+# A cold boot: the run's kernel command line and guest image on the ISO.
+bochs_cold() {
+	bochs_iso "$OUT" "$KERNEL_CMDLINE" "$INITRD" || return 1
+	bochs_rc "$OUT/boot.iso" "$OUT" >"$OUT/bochsrc"
 	if [ -n "${GDB_PORT:-}" ]; then
 		echo "gdbstub: enabled=1, port=$GDB_PORT, text_base=0, data_base=0, bss_base=0" >>"$OUT/bochsrc"
+	fi
+	BOCHS_ARGS=(-q -f "$OUT/bochsrc")
+	EMU_MATCH=$OUT/bochsrc
+}
+
+# The snapshot's configuration, DIR its directory: the files of the run
+# that made it in DIR/run, which a restored run's own replace.
+bochs_snapshot_rc() {
+	bochs_rc "$1/boot.iso" "$1/run"
+	echo "ata1-master: type=disk, mode=volatile, path=$1/run/payload.img, journal=$1/run/payload.redolog, heads=16, spt=63"
+}
+
+# bochs_snapshot_make DIR CMDLINE BASE: boot BASE cold with CMDLINE and
+# save at init's snapshot point into DIR/snap, under a lock (make fuzz
+# starts two Bochs runs at once), made aside and moved in whole, so a
+# DIR/snap/config is always a complete snapshot.
+bochs_snapshot_make() {
+	local dir=$1 tmp=$1.new.$$ lock t0
+	exec {lock}>"$dir.lock"
+	flock "$lock"
+	if [ ! -f "$dir/snap/config" ]; then
+		t0=$EPOCHREALTIME
+		msg "making the Bochs snapshot ${dir##*/} (a cold boot, saved once booted)"
+		rm -rf "$tmp"
+		mkdir -p "$tmp/run" "$tmp/snap"
+		bochs_iso "$tmp" "$2" "$3" || die "making the Bochs snapshot's boot medium failed"
+		printf 'none\n' >"$tmp/run/empty"
+		bochs_payload "$tmp/run/payload.img" "" "$tmp/run/empty"
+		bochs_snapshot_rc "$tmp" >"$tmp/bochsrc"
+		# Bochs exits 1 after a save, as on a power-off or a panic: the
+		# log line and the saved configuration tell a save.
+		tb timeout -k 5 300 "$BOCHS_BIN" -q -f "$tmp/bochsrc" -save "$tmp/snap" </dev/null \
+			>"$tmp/run/emulator.log" 2>&1 || true
+		if ! grep -qs "saving the Bochs state to" "$tmp/run/bochs.log" "$tmp/run/emulator.log" ||
+			[ ! -f "$tmp/snap/config" ]; then
+			die "making the Bochs snapshot failed: see $tmp/run/console.log and $tmp/run/bochs.log" \
+				"(SHSTK_BOCHS_SNAPSHOT=0 boots cold)"
+		fi
+		# Its paths name where it was made.
+		sed -i "s#$tmp/#$dir/#g" "$tmp/snap/config"
+		rm -rf "$dir"
+		mv "$tmp" "$dir"
+		msg "made the Bochs snapshot ${dir##*/} in $(elapsed "$t0") s"
+	fi
+	exec {lock}>&-
+}
+
+# A run restored from the snapshot its kernel, Bochs and disks make: the
+# kernel's words of its command line are the snapshot's, made once and
+# kept in the cache under the hash of all it depends on; the words for
+# init (shstk.* and the programs' VAR=value settings, upper case) and what
+# its guest image has that the snapshot's has not (cpiodiff.py) go on the
+# payload disk.
+bochs_restore() {
+	local word kwords='' iwords='' dev base key dir run f
+	for word in $KERNEL_CMDLINE; do
+		case "$word" in
+		shstk.* | [A-Z]*=*) iwords+=" $word" ;;
+		*) kwords+=" $word" ;;
+		esac
+	done
+	# libata names the disks in the order of the ports: the root
+	# filesystem's ata0-slave first.
+	dev=/dev/sda
+	[ -z "$BOCHS_ROOTFS_DISK" ] || dev=/dev/sdb
+	kwords="${kwords# } shstk.snapshot=$dev"
+	base=$("$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" --snapshot-base) ||
+		die "building the guest image for the Bochs snapshot failed"
+	key=$({
+		echo "$EMU_BUILD"
+		echo "$kwords"
+		sha256sum <"$KERNEL"
+		sha256sum <"$base"
+		bochs_snapshot_rc @SNAPSHOT@
+		[ -z "$BOCHS_ROOTFS_DISK" ] || stat -c '%s %Y' "$BOCHS_ROOTFS_DISK"
+		echo "$BOCHS_PAYLOAD_BYTES $BOCHS_PAYLOAD_MTIME"
+	} | sha256sum | cut -c1-16)
+	dir=$SHSTK_CACHE/bochs-snapshots/$key
+	mkdir -p "${dir%/*}"
+	bochs_snapshot_make "$dir" "$kwords" "$base"
+	# The run's own directory to restore from: the saved state shared,
+	# read only, and a configuration whose files are this run's.
+	run=$OUT/bochs-restore
+	rm -rf "$run"
+	mkdir -p "$run"
+	for f in "$dir"/snap/*; do
+		[ "${f##*/}" = config ] || ln -s "$f" "$run/"
+	done
+	sed "s#$dir/run/#$OUT/#g" "$dir/snap/config" >"$run/config"
+	py "$SHSTK_TOP/scripts/build/cpiodiff.py" "$base" "$INITRD" "$OUT/payload.cpio" ||
+		die "making the Bochs payload from $INITRD failed"
+	bochs_payload "$OUT/payload.img" "${iwords# }" "$OUT/payload.cpio"
+	BOCHS_ARGS=(-q -r "$run")
+	EMU_MATCH=$run
+	EMU_SNAPSHOT=$key
+}
+
+emu_prepare() {
+	local built
+	built=$("$SHSTK_TOP/scripts/build/bochs.sh") || die "building Bochs failed"
+	BOCHS_BIN=${built%%$'\n'*}
+	EMU_BUILD="patched ${built#*$'\n'}"
+	BOCHS_ROOTFS_DISK=
+	if [ -n "${SHSTK_ROOTFS:-}" ]; then
+		BOCHS_ROOTFS_DISK=$(rootfs_disk "$SHSTK_ROOTFS") || return 1
+	fi
+	EMU_SNAPSHOT=
+	# gdb: the gdbstub runs the CPU loop, where no save happens; and
+	# a paused boot is watched from its first instruction.
+	if [ -n "${GDB_PORT:-}" ] || [ "${SHSTK_BOCHS_SNAPSHOT:-1}" = 0 ]; then
+		bochs_cold
+	else
+		bochs_restore
 	fi
 }
 
@@ -130,11 +289,5 @@ emu_build_command() {
 }
 
 emu_command() {
-	local built
-	# shellcheck disable=SC2034  # read by vm/boot.sh
-	EMU_MATCH=$OUT/bochsrc
-	built=$("$SHSTK_TOP/scripts/build/bochs.sh") || die "building Bochs failed"
-	EMU_CMD=("${built%%$'\n'*}" -q -f "$OUT/bochsrc")
-	# shellcheck disable=SC2034  # read by vm/boot.sh
-	EMU_BUILD="patched ${built#*$'\n'}"
+	EMU_CMD=("$BOCHS_BIN" "${BOCHS_ARGS[@]}")
 }

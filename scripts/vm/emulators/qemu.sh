@@ -50,6 +50,8 @@
 #                  with SHSTK_RR_DIR (where the recording is) where
 #                  EMU_RECORD_REPLAY is yes; it may add to KERNEL_CMDLINE
 #                  what this run needs (vm.json records the result)
+#                  and EMU_SNAPSHOT: the key of the snapshot the run is
+#                  restored from ("" or unset for a cold boot; vm.json)
 #
 # Why these settings:
 #  - arm64 "-M virt -cpu max" is the only way to get FEAT_GCS (QEMU >= 10.2).

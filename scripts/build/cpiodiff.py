@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Write the entries of one gzipped newc cpio archive that another lacks.
+
+  cpiodiff.py BASE.cpio.gz IMAGE.cpio.gz OUTPUT.cpio
+
+OUTPUT (not compressed) has every entry of IMAGE that BASE has not, or has
+with another mode, owner, device or content, in IMAGE's order.  A Bochs run
+restored from a snapshot (scripts/vm/emulators/bochs.sh) boots BASE and
+unpacks IMAGE over it in the guest, under an interpreted CPU where each
+byte costs: busybox, init and the bpftrace scripts are in both, and only
+the run's programs need to go.  Not compressed: the guest's gunzip cost
+more than reading the bytes it saves.
+"""
+import gzip
+import sys
+
+HEADER = 110
+
+
+def entries(data):
+    """(name, header fields, body) of each entry of a newc archive, the
+    trailer left out."""
+    pos = 0
+    while pos + HEADER <= len(data):
+        hdr = data[pos:pos + HEADER]
+        if hdr[:6] != b"070701":
+            raise ValueError(f"not a newc cpio archive at offset {pos}")
+        fields = [int(hdr[6 + 8 * i:14 + 8 * i], 16) for i in range(13)]
+        namesize, filesize = fields[11], fields[6]
+        name = data[pos + HEADER:pos + HEADER + namesize - 1].decode()
+        pos = (pos + HEADER + namesize + 3) & ~3
+        body = data[pos:pos + filesize]
+        pos = (pos + filesize + 3) & ~3
+        if name == "TRAILER!!!":
+            return
+        yield name, fields, body
+    raise ValueError("no cpio trailer")
+
+
+def same(a, b):
+    """Equal as the guest sees them: mode, owner, device, content (inode
+    numbers and link counts aside)."""
+    (fa, ba), (fb, bb) = a, b
+    keep = (1, 2, 3, 9, 10)  # mode, uid, gid, rdevmajor, rdevminor
+    return ba == bb and all(fa[i] == fb[i] for i in keep)
+
+
+def pack(name, fields, body):
+    name_b = name.encode() + b"\0"
+    fields = list(fields)
+    fields[11] = len(name_b)
+    hdr = b"070701" + b"".join(b"%08X" % f for f in fields)
+    return (hdr + name_b + b"\0" * (-(len(hdr) + len(name_b)) % 4) +
+            body + b"\0" * (-len(body) % 4))
+
+
+def diff(base, image):
+    """The newc archive of IMAGE's entries that BASE lacks (both raw)."""
+    have = {name: (fields, body) for name, fields, body in entries(base)}
+    out = [pack(name, fields, body) for name, fields, body in entries(image)
+           if name not in have or not same(have[name], (fields, body))]
+    out.append(pack("TRAILER!!!", [0] * 13, b""))
+    return b"".join(out)
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit("usage: cpiodiff.py BASE.cpio.gz IMAGE.cpio.gz OUTPUT.cpio")
+    try:
+        with gzip.open(sys.argv[1]) as f:
+            base = f.read()
+        with gzip.open(sys.argv[2]) as f:
+            image = f.read()
+        data = diff(base, image)
+    except (OSError, ValueError) as e:
+        sys.exit(f"cpiodiff: {e}")
+    with open(sys.argv[3], "wb") as f:
+        f.write(data)
+
+
+if __name__ == "__main__":
+    main()
