@@ -45,7 +45,9 @@ if [ -n "$snapshot" ]; then
 	dd if="$snapshot" of=/tmp/payload.head iflag=direct bs=4096 count=1 2>/dev/null
 	{ read -r magic bytes; read -r cmdline; } </tmp/payload.head
 	if [ "$magic" != shstk-payload ]; then
-		echo "shstk-lab: no payload on $snapshot after the restore" >/dev/console
+		# The kernel's log is written out at once; the console's tty
+		# would lose the line to the power-off.
+		echo "shstk-lab: no payload on $snapshot after the restore" >/dev/kmsg
 		poweroff -f
 	fi
 	# In 1 MiB requests: each costs the emulated disk an interrupt and

@@ -208,6 +208,9 @@ bochs_snapshot_make() {
 		rm -rf "$dir"
 		mv "$tmp" "$dir"
 		msg "made the Bochs snapshot ${dir##*/} in $(elapsed "$t0") s"
+		# Each is 1 GiB of sparse RAM (some 80 MB on disk): those no run
+		# has used for a week go, with what failed attempts left.
+		find "${dir%/*}" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + || true
 	fi
 	exec {lock}>&-
 }
@@ -245,6 +248,7 @@ bochs_restore() {
 	dir=$SHSTK_CACHE/bochs-snapshots/$key
 	mkdir -p "${dir%/*}"
 	bochs_snapshot_make "$dir" "$kwords" "$base"
+	touch "$dir"	# in use: see the pruning in bochs_snapshot_make
 	# The run's own directory to restore from: the saved state shared,
 	# read only, and a configuration whose files are this run's.
 	run=$OUT/bochs-restore
