@@ -155,8 +155,8 @@ trace_start() {
 }
 
 # trace_where SCRIPT: where each thread of a bpftrace that has not attached
-# yet is, in the kernel, on the console.  Taken on the way, after about 60
-# and 150 s of real time (a first attach has taken 27 s): a guest whose
+# yet is, in the kernel, on the console.  Taken on the way, after about 90
+# and 180 s of real time (a first attach has taken 34 s): a guest whose
 # clock runs slow (shstk.slow=, Bochs's) is killed by the host's timeout
 # long before this init's own deadline.
 trace_where() {
@@ -180,7 +180,7 @@ trace_ready() {
 	while ! grep -q "^TRACE READY" "/tmp/trace.$1.log"; do
 		kill -0 "$(cat "/tmp/trace.$1.pid")" 2>/dev/null || return 1
 		i=$((i + 1))
-		case "$i" in $((600 / slow)) | $((1500 / slow))) trace_where "$1" ;; esac
+		case "$i" in $((900 / slow)) | $((1800 / slow))) trace_where "$1" ;; esac
 		[ "$i" -lt 1800 ] || return 1
 		sleep 0.1
 	done
