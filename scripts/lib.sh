@@ -434,12 +434,18 @@ run_child() {
 	wait_children
 }
 
-# The project's own build of this emulator (emu_build_command), made now if
-# it is missing or out of date: a paused boot waits for its gdbstub for a
-# minute only, and a timed replay must not time a build.
-emu_build_now() {
+# EMU_BUILD_CMD: the command that builds the project's own build of this
+# emulator (the backend's emu_build_command), empty where it has none.
+emu_build_cmd() {
 	EMU_BUILD_CMD=()
 	! declare -F emu_build_command >/dev/null || emu_build_command
+}
+
+# That build, made now if it is missing or out of date: a paused boot waits
+# for its gdbstub for a minute only, and a timed replay must not time a
+# build.
+emu_build_now() {
+	emu_build_cmd
 	[ "${#EMU_BUILD_CMD[@]}" -eq 0 ] || "${EMU_BUILD_CMD[@]}" >/dev/null
 }
 

@@ -75,8 +75,7 @@ emu_steps() {
 	tag=$(basename "$EMU_OUT")
 	# The project's own emulator build (QEMU with CET and Zicfiss fixes,
 	# Bochs with its gdbstub), also a step of its own.
-	EMU_BUILD_CMD=()
-	! declare -F emu_build_command >/dev/null || emu_build_command
+	emu_build_cmd
 	if [ "${#EMU_BUILD_CMD[@]}" -gt 0 ]; then
 		run_step "emulator-$tag" build "${EMU_BUILD_CMD[@]}"
 		# Its VM steps would each try the failed build again.
