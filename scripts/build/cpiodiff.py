@@ -13,7 +13,10 @@ the run's programs need to go.  Not compressed: the guest's gunzip cost
 more than reading the bytes it saves.
 """
 import gzip
+import io
 import sys
+
+import mkinitramfs
 
 HEADER = 110
 
@@ -46,22 +49,17 @@ def same(a, b):
     return ba == bb and all(fa[i] == fb[i] for i in keep)
 
 
-def pack(name, fields, body):
-    name_b = name.encode() + b"\0"
-    fields = list(fields)
-    fields[11] = len(name_b)
-    hdr = b"070701" + b"".join(b"%08X" % f for f in fields)
-    return (hdr + name_b + b"\0" * (-(len(hdr) + len(name_b)) % 4) +
-            body + b"\0" * (-len(body) % 4))
-
-
 def diff(base, image):
-    """The newc archive of IMAGE's entries that BASE lacks (both raw)."""
+    """The newc archive of IMAGE's entries that BASE lacks (both raw),
+    written as mkinitramfs.py writes every guest image."""
     have = {name: (fields, body) for name, fields, body in entries(base)}
-    out = [pack(name, fields, body) for name, fields, body in entries(image)
-           if name not in have or not same(have[name], (fields, body))]
-    out.append(pack("TRAILER!!!", [0] * 13, b""))
-    return b"".join(out)
+    out = io.BytesIO()
+    w = mkinitramfs.Writer(out)
+    for name, fields, body in entries(image):
+        if name not in have or not same(have[name], (fields, body)):
+            w.entry(name, fields[1], body, rdev=(fields[9], fields[10]), uid=fields[2], gid=fields[3])
+    w.trailer()
+    return out.getvalue()
 
 
 def main():
