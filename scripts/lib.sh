@@ -207,6 +207,7 @@ arch_vars() {
 	arch_set QEMU_KIMAGE qemu_kernel_image
 	arch_set KTARGET kernel_target
 	arch_set KCONSOLE console
+	arch_set KAPPEND kernel_append
 	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}${SHSTK_BASELINE:+-base}
 	# make bench times a cold build in a scratch directory of its own.
 	KBUILD_DIR=${SHSTK_BUILD_DIR:-$KBUILD_DIR}

@@ -25,9 +25,11 @@ APPEND=${7:-}
 
 # The kernel command line, for every emulator: the arch's console, a panic
 # or oops ends the VM at once (the host finds it in console.log), the
-# results channel, what this emulator needs, and why the guest has no
-# shadow stack if it has none (guest programs put it in their SKIP lines).
+# results channel, the arch's own arguments, what this emulator needs, and
+# why the guest has no shadow stack if it has none (guest programs put it
+# in their SKIP lines).
 KERNEL_CMDLINE="console=$KCONSOLE panic=-1 oops=panic loglevel=5 shstk.out=$EMU_RESULTS_DEV"
+[ -z "$KAPPEND" ] || KERNEL_CMDLINE+=" $KAPPEND"
 [ -z "$EMU_CMDLINE" ] || KERNEL_CMDLINE+=" $EMU_CMDLINE"
 [ -z "$EMU_NO_SHSTK_WHY" ] || KERNEL_CMDLINE+=" shstk.why=${EMU_NO_SHSTK_WHY// /_}"
 [ -z "${SHSTK_ROOTFS:-}" ] || KERNEL_CMDLINE+=" shstk.rootfs=$EMU_ROOTFS_DEV"
