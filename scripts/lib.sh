@@ -341,15 +341,23 @@ poll_until_gone() {
 	return 1
 }
 
-# Collects PID if it exited, then says whether it still runs.
+# Whether PID still runs: it exists and is not a zombie.  Read from /proc,
+# never with wait: in a trap (SIGCHLD held back), bash 5.2 can collect a
+# child while waiting for a foreground command and leave it "Running" in
+# its job table, and a later "wait PID" then blocks until some other child
+# ends.  That left a VM step running for the whole guest run after CI's
+# timeout TERMed make test (tests/vm_harness.py).  A zombie is collected
+# at the latest when the script exits.
 _shstk_pid_alive() {
-	wait "$1" 2>/dev/null || true
-	kill -0 "$1" 2>/dev/null
+	local stat
+	read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+	# "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
+	stat=${stat##*) }
+	case "${stat%% *}" in Z | X) return 1 ;; esac
 }
 
 # Wait until the signalled child PID is gone (at most 15 s: a VM's own
-# cleanup takes a few).  wait alone is not enough: run from a trap that
-# interrupted a wait, it was seen to return while the child still ran.
+# cleanup takes a few).  Neither wait nor kill -0: see _shstk_pid_alive.
 reap() {
 	poll_until_gone 15 _shstk_pid_alive "$1" || warn "pid $1 still running 15 s after its TERM"
 }

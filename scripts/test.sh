@@ -102,6 +102,7 @@ emu_steps() {
 
 if [ "${1:-}" = --steps ]; then
 	[ "$#" -eq 3 ] || die "usage: scripts/test.sh --steps ARCH EMU"
+	mkdir -p "$LOG"
 	emu_steps "$2" "$3"
 	exit 0
 fi

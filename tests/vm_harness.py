@@ -71,13 +71,17 @@ def default_sigint():
 
 @unittest.skipUnless(kernel_built("arm64"), "arm64 kernel not built (make kernel ARCH=arm64)")
 class FaultTest(unittest.TestCase):
-    def interrupt(self, cmd, results, whole_job, stdin=subprocess.DEVNULL, also=None):
+    def interrupt(self, cmd, results, whole_job, stdin=subprocess.DEVNULL, also=None, ready=None):
         """Start cmd, wait for its emulator (and for the program @also
         itself, of this run), then send a Ctrl-C to the whole job (whole_job) or a
         TERM to the script alone.  The script must exit within STOP_SECONDS,
         non-zero, leave nothing running, and its guest must not have
         finished by itself (results: the run's directory under SHSTK_OUT,
-        where guest.out is)."""
+        where guest.out is).  A cmd that starts with "timeout" is stopped
+        as CI's limit stops it: a TERM to timeout, which passes it on to
+        the script and then to the whole process group.  @ready: a file,
+        under SHSTK_OUT, whose appearance also waits (a step that is not
+        the command's first)."""
         with tempfile.TemporaryDirectory() as out:
             log_path = os.path.join(out, "script.log")
             with open(log_path, "w") as log:
@@ -96,7 +100,8 @@ class FaultTest(unittest.TestCase):
                 # loads the kernel's symbols is the one it is slow to act on.
                 def started():
                     return emulator_up(out) and (
-                        also is None or running_as(processes_with(out), (also[:15],)))
+                        also is None or running_as(processes_with(out), (also[:15],))) and (
+                        ready is None or os.path.exists(os.path.join(out, ready)))
                 deadline = time.monotonic() + START_SECONDS
                 while time.monotonic() < deadline and not started():
                     self.assertIsNone(p.poll(), "the script ended before its emulator started" + tail())
@@ -127,6 +132,15 @@ class FaultTest(unittest.TestCase):
                 if p.stdin:
                     p.stdin.close()
                 subprocess.run(["pkill", "-KILL", "-f", out])
+
+    def test_ci_timeout_stops_make_tests_vm_step(self):
+        # What CI's time limit does to make test: GNU timeout TERMs its
+        # child and then every process of its group, so each script of the
+        # lane, its step and the step's vm/boot.sh get a TERM of their own
+        # as well as the one each parent passes on.  In the suite's step,
+        # once its first program runs: smoke's guest is done too soon.
+        self.interrupt(["timeout", "600", "scripts/test.sh", "--steps", "arm64", "qemu"],
+                       "arm64", whole_job=False, ready="arm64/first-output")
 
     def test_ctrl_c_stops_run(self):
         self.interrupt(["scripts/run.sh", "run", "arm64"], "arm64", whole_job=True)

@@ -73,21 +73,21 @@ follower=$!
 emu_pid=
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	# The follower first: its tail runs until this script ends, so while
-	# it lives a wait below that bash does not see end (a TERM that came
-	# as the emulator exited, in make replay-check) waited for it forever.
+	# The follower first (its tail would run until this script ends).
+	# No wait here, for it or the emulator: in a trap, bash may already
+	# have collected a child without noticing, and a wait for it blocks
+	# until another child ends: the emulator, at the end of the guest's
+	# whole run (lib.sh, _shstk_pid_alive).
 	{
 		pkill -P "$follower" || true
 		kill "$follower" || true
-		wait "$follower" || true
 	} 2>/dev/null
 	if [ -n "$emu_pid" ]; then
-		# timeout passes the TERM on to the emulator.  Never a bare wait:
-		# an emulator that ignores TERM must not keep this script alive.
+		# timeout passes the TERM on to the emulator; one that ignores
+		# TERM must not keep this script alive.
 		kill -TERM "$emu_pid" 2>/dev/null || true
-		poll_until_gone 2 kill -0 "$emu_pid" 2>/dev/null || true
+		poll_until_gone 2 _shstk_pid_alive "$emu_pid" || true
 		kill -KILL "$emu_pid" 2>/dev/null || true
-		wait "$emu_pid" 2>/dev/null || true
 	fi
 	# Whatever a signal did to the wrappers, no emulator of this run (the
 	# backend's EMU_MATCH: a file under $OUT on its command line) outlives
