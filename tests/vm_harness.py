@@ -12,7 +12,7 @@ import tempfile
 import time
 import unittest
 
-from tests.test_harness import TOP, emulators_running, kernel_built, run
+from tests.test_harness import CACHE, TOP, emulators_running, kernel_built, run
 
 # How long a script may take to stop its VM after a signal.
 STOP_SECONDS = 10
@@ -198,6 +198,26 @@ class FaultTest(unittest.TestCase):
                 self.assertEqual(p.returncode, 0, o)
             for a in ("arm64", "x86_64"):
                 self.assertTrue(os.path.exists(os.path.join(out, a, "smoke", "results.json")))
+
+
+@unittest.skipUnless(kernel_built("arm64"), "arm64 kernel not built (make kernel ARCH=arm64)")
+class ConcurrentBuildTest(unittest.TestCase):
+    def test_two_guest_image_builds_at_once(self):
+        # make test's two lanes may build one arch's image at the same
+        # moment (a kernel changed: every image is rebuilt); its program
+        # list must come out once, not twice (each program run twice).
+        tests = os.path.join(CACHE, "guest", "arm64", "smoke.tests")
+        for _ in range(3):
+            procs = [subprocess.Popen(["scripts/build/guest.sh", "arm64", "smoke"], cwd=TOP,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                     for _ in range(2)]
+            for p in procs:
+                out = p.communicate(timeout=300)[0]
+                self.assertEqual(p.returncode, 0, out)
+            with open(tests) as f:
+                lines = f.read().splitlines()
+            self.assertTrue(lines, "no programs in " + tests)
+            self.assertEqual(len(lines), len(set(lines)), f"{tests}: {lines}")
 
 
 if __name__ == "__main__":

@@ -42,9 +42,14 @@ CC=$ARCH_CC
 read -ra ARCH_CFLAGS <<<"$(arch_fact "$ARCH" guest_cflags)"
 [ -d "$HDR/linux" ] || die "no kernel headers in $HDR: build the kernel first (make kernel ARCH=$ARCH)"
 mkdir -p "$GUEST/bin" "$GUEST/ksft" "$GUEST/include"
+# One build per arch at a time: make test's two lanes (after a kernel
+# change, every image is rebuilt) and make fuzz's VMs may ask for one
+# arch's images at the same moment, and two builds would both write its
+# lists (a suite listed twice ran each program twice) and its programs.
+exec {build_lock}>"$GUEST/.build.lock"
+flock "$build_lock"
 # The gdb scenario's cases, for guest/shstk_gdb.c, from their one
-# description (checks/scenario.py); made aside and moved, as two builds may
-# run at once.
+# description (checks/scenario.py); rewritten only when they change.
 PYTHONPATH=$SHSTK_TOP py -m checks.scenario --c-header >"$GUEST/include/shstk_scenario.h.$$"
 if cmp -s "$GUEST/include/shstk_scenario.h.$$" "$GUEST/include/shstk_scenario.h"; then
 	rm -f "$GUEST/include/shstk_scenario.h.$$"
