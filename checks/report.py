@@ -15,6 +15,7 @@ guest finished its list and every program passed or skipped with a reason.
 its calls over VMs) into OUTDIR/results.json; a run without one (its VM
 never got as far as a report) counts as a failure.
 """
+import collections
 import json
 import os
 import signal
@@ -146,6 +147,12 @@ def judge_run(vm, console_text, guest_text):
         problems.append("the guest never reached the end of its test list")
     if not programs:
         problems.append("no guest program ran")
+    # Each image lists a program once: one that ran twice means the image
+    # was built wrong (two builds once wrote one list together), and its
+    # points would count twice.
+    runs = collections.Counter(p.name for p in programs)
+    problems += [f"{name} ran {n} times: the image's test list names it more than once"
+                 for name, n in runs.items() if n > 1]
     return info, programs, problems
 
 

@@ -127,6 +127,15 @@ class JudgeRunTest(unittest.TestCase):
         self.assertIn("the guest never reached the end of its test list", problems)
 
 
+    def test_a_program_run_twice_fails_the_run(self):
+        vm = {"arch": "x86_64", "emu": "qemu", "exit": 0, "timeout": False, "seconds": 3}
+        twice = self.FINISHED.replace("SHSTK-LAB DONE\n", "") + self.FINISHED
+        _, programs, problems = report.judge_run(vm, "", twice)
+        self.assertEqual(len(programs), 2)
+        self.assertEqual(problems, ["t ran 2 times: the image's test list names it more than once"])
+        self.assertEqual(report.counts(programs, problems), (2, 1, 0))
+
+
 class MergeTest(unittest.TestCase):
     """make fuzz with several VMs: one results.json for the run."""
 
