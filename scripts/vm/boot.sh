@@ -36,7 +36,7 @@ KERNEL_CMDLINE="console=$KCONSOLE panic=-1 oops=panic loglevel=5 shstk.out=$EMU_
 [ -z "$APPEND" ] || KERNEL_CMDLINE+=" $APPEND"
 
 mkdir -p "$OUT"
-rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json" "$OUT/first-output"
+rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json" "$OUT/first-output" "$OUT/emulator.cmd"
 : >"$OUT/console.log"
 : >"$OUT/guest.out"
 # An emulator may need its boot medium made first (Bochs: an ISO).
@@ -44,6 +44,9 @@ if declare -F emu_prepare >/dev/null; then
 	emu_prepare || die "preparing the $EMU boot medium failed"
 fi
 emu_command
+# The command line, as a shell would take it: to run this VM again by hand.
+printf '%q ' "${EMU_CMD[@]}" >"$OUT/emulator.cmd"
+echo >>"$OUT/emulator.cmd"
 
 # Follow the results channel and show which guest program is running, and
 # the progress lines of long ones.
