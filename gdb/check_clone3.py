@@ -387,6 +387,7 @@ class Stop(gdb.Breakpoint):
         self.run, self.name = run, name
         from shstk import archops
         archops.keep_described_locations(self)
+        archops.keep_entry_locations(self)
 
     def stop(self):
         ours = self.run.program.ours()

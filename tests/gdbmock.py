@@ -210,11 +210,24 @@ class State:
         self.breakpoints = []       # every gdb.Breakpoint made
         self.described = set()      # code addresses the debug info covers
         self.locations = {}         # breakpoint spec -> the addresses it resolves to
+        # code address -> its functions, innermost (inlined) first, as
+        # (name, first address) pairs: what gdb.block_for_pc walks
+        self.code_functions = {}
         self.convenience = {}       # gdb.set_convenience_variable's
         self.parameters = {"style enabled": False}
 
 
 STATE = State()
+
+
+def block_for_pc(pc):
+    """The innermost block at @pc: one per function of STATE.code_functions,
+    each the superblock of the one inlined in it."""
+    block = None
+    for name, start in reversed(STATE.code_functions.get(pc, ())):
+        block = types.SimpleNamespace(function=types.SimpleNamespace(name=name), start=start,
+                                      superblock=block)
+    return block
 
 
 def parse_and_eval(expr):
@@ -285,6 +298,7 @@ def _gdb_module():
     gdb.find_pc_line = lambda pc: types.SimpleNamespace(
         pc=pc, symtab="file.c" if pc in STATE.described else None)
     gdb.set_convenience_variable = STATE_setter("convenience")
+    gdb.block_for_pc = block_for_pc
 
     class Event:
         def __init__(self):
@@ -301,6 +315,7 @@ def _gdb_module():
     class Breakpoint:
         def __init__(self, spec, type=1, internal=False):
             self.spec, self.type = spec, type
+            self.location = spec
             # What gdb resolved the spec to: the test's, one address each.
             self.locations = [types.SimpleNamespace(address=a, enabled=True)
                               for a in STATE.locations.get(spec, ())]

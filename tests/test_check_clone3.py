@@ -129,6 +129,29 @@ class HandlerTest(unittest.TestCase):
         stop = self.cc.Stop(run, "entry", "__riscv_sys_clone3")
         self.assertTrue(all(loc.enabled for loc in stop.locations))
 
+    def test_the_entry_is_kept_where_gdb_also_skipped_the_prologue(self):
+        # A restored riscv64 VM: gdb, able to read the code, put one
+        # location at __riscv_sys_clone3's entry and one after the prologue
+        # of the __se_sys_clone3 inlined there; the scenario reads the
+        # entry's registers.
+        run = self.run_for("riscv64")
+        gdbmock.STATE.locations["__riscv_sys_clone3"] = (0x8001eb20, 0x8001eb32)
+        gdbmock.STATE.described = {0x8001eb20, 0x8001eb32}
+        inlined = (("__se_sys_clone3", 0x8001eb20), ("__riscv_sys_clone3", 0x8001eb20))
+        gdbmock.STATE.code_functions = {0x8001eb20: inlined, 0x8001eb32: inlined}
+        stop = self.cc.Stop(run, "entry", "__riscv_sys_clone3")
+        self.assertEqual([(loc.address, loc.enabled) for loc in stop.locations],
+                         [(0x8001eb20, True), (0x8001eb32, False)])
+        # No location at the entry (x86 and arm64, restored): gdb's stay.
+        gdbmock.STATE.locations["copy_thread"] = (0x1008,)
+        gdbmock.STATE.code_functions = {0x1008: (("copy_thread", 0x1000),)}
+        stop = self.cc.Stop(run, "alloc", "copy_thread")
+        self.assertEqual([(loc.address, loc.enabled) for loc in stop.locations], [(0x1008, True)])
+        # By address: nothing to choose.
+        gdbmock.STATE.locations["*0x8001eb32"] = (0x8001eb32,)
+        stop = self.cc.Stop(run, "entry", "*0x8001eb32")
+        self.assertTrue(stop.locations[0].enabled)
+
     def test_syscall_args_from_the_argument_register_where_the_frame_names_none(self):
         self.run_for("riscv64")          # the mock, reset for riscv64
         regs = gdbmock.pointer(0xff600000014b3ee0, "pt_regs")

@@ -82,6 +82,41 @@ def keep_described_locations(bp):
     return dropped
 
 
+def _entry_of(addr, name):
+    """The first address of the function @name (or of its inlined copy)
+    whose code @addr is in, or None if @addr is in no function @name."""
+    block = gdb.block_for_pc(addr)
+    while block is not None:
+        if block.function is not None and block.function.name == name:
+            return block.start
+        block = block.superblock
+    return None
+
+
+def keep_entry_locations(bp):
+    """For a breakpoint on a function by name: if gdb put some of its
+    enabled locations at the function's first described instruction, leave
+    only those.  gdb skips a function's prologue when it can read the code
+    as it sets the breakpoint (a VM restored from a snapshot) and cannot
+    when the CPU has no kernel mapping yet (one paused at its first
+    instruction), so the same breakpoint stops at the entry in one and
+    after the prologue in the other.  On riscv64, with the code readable,
+    it made two locations of __riscv_sys_clone3: its entry, and one after
+    the prologue of the inlined __se_sys_clone3, whose registers no longer
+    hold the entry's.  Returns the addresses of the locations it disabled."""
+    name = bp.location or ""
+    if not name or name.startswith("*"):
+        return []
+    enabled = [loc for loc in bp.locations if loc.enabled]
+    entries = {loc.address for loc in enabled if _entry_of(loc.address, name) == loc.address}
+    if not entries or len(entries) == len(enabled):
+        return []
+    dropped = [loc.address for loc in enabled if loc.address not in entries]
+    for loc in enabled:
+        loc.enabled = loc.address in entries
+    return dropped
+
+
 def live_register_names():
     """The registers the gdbstub shows for the selected frame."""
     return {r.name for r in gdb.selected_frame().architecture().registers()}
