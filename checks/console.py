@@ -4,6 +4,7 @@
 Any of these makes a run fail whatever the tests said: the log is kept.
 """
 import re
+import sys
 
 # (what, pattern): the kernel's own wording for each kind of trouble.
 SIGNS = [
@@ -32,3 +33,20 @@ def scan(text):
                 found.append((kind, line.strip()))
                 break
     return found
+
+
+def main(argv):
+    """python3 -m checks.console LOG: print each sign of trouble in LOG;
+    exit 1 if there is any (a snapshot's boot, which no run's report
+    reads before its restore)."""
+    if len(argv) != 2:
+        sys.exit("usage: python3 -m checks.console LOG")
+    with open(argv[1], errors="replace") as f:
+        found = scan(f.read())
+    for kind, line in found:
+        print(f"kernel {kind}: {line}")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -22,39 +22,77 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 read -r cmdline </proc/cmdline
 
-# shstk.snapshot=DEV (Bochs, scripts/vm/emulators/bochs.sh): Bochs saves
-# this boot here, and every run restored from it goes on from here with
-# a payload of its own on the disk DEV: the words of its command line for
-# this init (/proc/cmdline is the snapshot's), and what its guest image
-# has that this one has not (a cpio archive), unpacked over this one.  From then on the run is a cold boot's.
+# shstk.snapshot=SOURCE: the emulator saves this boot here, and every run
+# restored from it goes on from here with a payload of its own from
+# SOURCE: the words of its command line for this init (/proc/cmdline is
+# the snapshot's), and what its guest image has that this one has not (a
+# cpio archive), unpacked over this one.  From then on the run is a cold
+# boot's.  SOURCE is
+#   /dev/NAME   a disk (Bochs): a first 4 KiB block "shstk-payload BYTES",
+#               then the words, then the archive at 4 KiB; Bochs saves at
+#               snapshot_point's magic instruction and resumes after it;
+#   port:NAME   a virtio serial port (QEMU): "shstk-payload BYTES", the
+#               words, then the archive; the host saves once the line
+#               "shstk-lab: snapshot point" is on the console, and the read
+#               waits for the restored run's host to send it.
 snapshot=
 for arg in $cmdline; do
 	case "$arg" in shstk.snapshot=*) snapshot=${arg#shstk.snapshot=} ;; esac
 done
+# payload_port NAME: the device of the virtio serial port NAME.
+payload_port() {
+	for p in /sys/class/virtio-ports/*; do
+		[ "$(cat "$p/name" 2>/dev/null)" != "$1" ] || { echo "/dev/${p##*/}"; return 0; }
+	done
+	return 1
+}
+# payload_unpack BYTES: the archive on stdin, BYTES long, over this image.
+payload_unpack() {
+	head -c "$1" | (cd / && cpio -i -d -u 2>/dev/null)
+}
 if [ -n "$snapshot" ]; then
-	# The disk is probed asynchronously: it must be there before the save.
+	# Disks and ports are probed asynchronously: the source must be there
+	# before the save.
 	i=0
-	while [ ! -b "$snapshot" ] && [ "$i" -lt 100 ]; do
+	src=
+	while [ "$i" -lt 100 ]; do
+		case "$snapshot" in
+		port:*) src=$(payload_port "${snapshot#port:}") && break ;;
+		*) [ ! -b "$snapshot" ] || { src=$snapshot; break; } ;;
+		esac
 		i=$((i + 1))
 		sleep 0.1
 	done
+	echo "shstk-lab: snapshot point" >/dev/console
 	/bin/snapshot_point /dev/console
-	# Direct I/O: the kernel cached what it read of the disk before the
-	# save (its partition table), and the payload is new.  The first
-	# 4 KiB: "shstk-payload BYTES", then the words; the archive follows.
-	dd if="$snapshot" of=/tmp/payload.head iflag=direct bs=4096 count=1 2>/dev/null
-	{ read -r magic bytes; read -r cmdline; } </tmp/payload.head
+	magic=
+	case "$snapshot" in
+	port:*)
+		# read takes a byte at a time from a device that cannot seek:
+		# the archive is left whole for payload_unpack.
+		[ -z "$src" ] || {
+			read -r magic bytes && read -r cmdline &&
+				[ "$magic" = shstk-payload ] && payload_unpack "$bytes"
+		} <"$src"
+		;;
+	*)
+		# Direct I/O: the kernel cached what it read of the disk before
+		# the save (its partition table), and the payload is new.
+		dd if="$snapshot" of=/tmp/payload.head iflag=direct bs=4096 count=1 2>/dev/null
+		{ read -r magic bytes; read -r cmdline; } </tmp/payload.head
+		# In 1 MiB requests: each costs the emulated disk an interrupt and
+		# the guest a command (1.4 MB in 4 KiB requests took 3.8 s).
+		[ "$magic" != shstk-payload ] ||
+			dd if="$snapshot" iflag=direct,skip_bytes bs=1048576 skip=4096 \
+				count=$(((bytes + 1048575) / 1048576)) 2>/dev/null | payload_unpack "$bytes"
+		;;
+	esac
 	if [ "$magic" != shstk-payload ]; then
 		# The kernel's log is written out at once; the console's tty
 		# would lose the line to the power-off.
-		echo "shstk-lab: no payload on $snapshot after the restore" >/dev/kmsg
+		echo "shstk-lab: no payload from $snapshot after the restore" >/dev/kmsg
 		poweroff -f
 	fi
-	# In 1 MiB requests: each costs the emulated disk an interrupt and
-	# the guest a command (1.4 MB in 4 KiB requests took 3.8 s).
-	dd if="$snapshot" iflag=direct,skip_bytes bs=1048576 skip=4096 \
-		count=$(((bytes + 1048575) / 1048576)) 2>/dev/null |
-		head -c "$bytes" | (cd / && cpio -i -d -u 2>/dev/null)
 	# What the kernel hands init as its environment: NAME=value words.
 	for arg in $cmdline; do
 		case "${arg%%=*}" in

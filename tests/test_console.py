@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """checks.console: the signs of a broken kernel in a console log."""
+import contextlib
+import io
+import tempfile
 import unittest
 
 from checks import console
@@ -39,6 +42,27 @@ class ScanTest(unittest.TestCase):
         for line in ("[ 90.1] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
                      "[ 1362.248207] rcu: INFO: rcu_sched self-detected stall on CPU"):
             self.assertEqual(console.scan(CLEAN + line + "\n")[0][0], "RCU stall", line)
+
+
+class MainTest(unittest.TestCase):
+    """python3 -m checks.console LOG: a snapshot's boot is checked so."""
+
+    def run_main(self, text):
+        with tempfile.NamedTemporaryFile("w", suffix=".log") as f:
+            f.write(text)
+            f.flush()
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = console.main(["console", f.name])
+        return rc, out.getvalue()
+
+    def test_clean_log_exits_0(self):
+        self.assertEqual(self.run_main(CLEAN), (0, ""))
+
+    def test_each_sign_is_printed_and_exits_1(self):
+        rc, out = self.run_main(CLEAN + "[    3.1] Kernel panic - not syncing: x\n")
+        self.assertEqual(rc, 1)
+        self.assertIn("kernel panic: [    3.1] Kernel panic - not syncing: x", out)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 QMP client, without a VM."""
 import json
 import os
+import subprocess
 import socket
 import sys
 import tempfile
@@ -141,6 +142,39 @@ class QMPTest(unittest.TestCase):
         path, _ = self.serve([[{"return": {}}]])
         with self.assertRaisesRegex(qmp.QMPError, "closed"):
             qmp.dump_guest_memory(path, "/tmp/vmcore", timeout=10)
+
+    def test_save_waits_for_the_migration_then_quits(self):
+        path, server = self.serve([[{"return": {}}], [{"return": {}}],
+                                   [{"return": {"status": "active"}}],
+                                   [{"event": "MIGRATION"}, {"return": {"status": "completed"}}],
+                                   [{"return": {}}]])
+        qmp.save_to_file(path, "/tmp/snap", timeout=10, poll=0)
+        server.join(10)
+        names = [c["execute"] for c in server.commands]
+        self.assertEqual(names, ["qmp_capabilities", "migrate", "query-migrate", "query-migrate",
+                                 "quit"])
+        self.assertEqual(server.commands[1]["arguments"], {"uri": "file:/tmp/snap"})
+
+    def test_a_failed_migration_is_an_error_with_its_reason(self):
+        path, _ = self.serve([[{"return": {}}], [{"return": {}}],
+                              [{"return": {"status": "failed", "error-desc": "disk full"}}]])
+        with self.assertRaisesRegex(qmp.QMPError, "migrate: failed: disk full"):
+            qmp.save_to_file(path, "/tmp/snap", timeout=10, poll=0)
+
+    def test_the_snapshot_point_is_waited_for_while_qemu_lives(self):
+        with tempfile.TemporaryDirectory() as d:
+            console = os.path.join(d, "console.log")
+            with open(console, "w") as f:
+                f.write("[    1.0] booting\r\n" + qmp.SNAPSHOT_POINT + "\r\n")
+            qmp.wait_for_line(console, qmp.SNAPSHOT_POINT, os.getpid(), timeout=5)
+            with open(console, "w") as f:
+                f.write("[    1.0] Kernel panic - not syncing: x\n")
+            dead = subprocess.Popen(["true"])
+            dead.wait()
+            with self.assertRaisesRegex(qmp.QMPError, "QEMU ended before"):
+                qmp.wait_for_line(console, qmp.SNAPSHOT_POINT, dead.pid, timeout=5)
+            with self.assertRaisesRegex(qmp.QMPError, "in 0 s"):
+                qmp.wait_for_line(console, qmp.SNAPSHOT_POINT, os.getpid(), timeout=0)
 
 
 if __name__ == "__main__":

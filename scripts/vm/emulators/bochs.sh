@@ -43,7 +43,7 @@
 #    comes on a payload disk (ata1-master): init's words of the command
 #    line and the guest image.  Bochs checks a volatile disk's base image
 #    at the restore against the saved size and mtime, so the payload disk
-#    always has the same of both.  SHSTK_BOCHS_SNAPSHOT=0 boots cold.
+#    always has the same of both.  SHSTK_SNAPSHOT=0 boots cold.
 
 # shellcheck disable=SC2034  # read by lib.sh, vm/boot.sh and the gdb scripts
 emu_declare() {
@@ -201,17 +201,16 @@ bochs_snapshot_make() {
 		if ! grep -qs "saving the Bochs state to" "$tmp/run/bochs.log" "$tmp/run/emulator.log" ||
 			[ ! -f "$tmp/snap/config" ]; then
 			die "making the Bochs snapshot failed: see $tmp/run/console.log and $tmp/run/bochs.log" \
-				"(SHSTK_BOCHS_SNAPSHOT=0 boots cold)"
+				"(SHSTK_SNAPSHOT=0 boots cold)"
 		fi
+		snapshot_check_boot "$tmp/run/console.log"
 		# Its paths name where it was made.
 		sed -i "s#$tmp/#$dir/#g" "$tmp/snap/config"
 		rm -rf "$dir"
 		mv "$tmp" "$dir"
 		msg "made the Bochs snapshot ${dir##*/} in $(elapsed "$t0") s"
-		# Each is 1 GiB of sparse RAM (some 80 MB on disk): those no run
-		# has used for a week go, with what failed attempts left.
-		find "${dir%/*}" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + || true
-		find "${dir%/*}" -mindepth 3 -maxdepth 3 -path '*/payloads/*' -mtime +7 -delete || true
+		# Each is 1 GiB of sparse RAM (some 80 MB on disk).
+		snapshot_prune "$dir"
 	fi
 	exec {lock}>&-
 }
@@ -223,18 +222,13 @@ bochs_snapshot_make() {
 # its guest image has that the snapshot's has not (cpiodiff.py) go on the
 # payload disk.
 bochs_restore() {
-	local word kwords='' iwords='' dev base key dir run f cpio
-	for word in $KERNEL_CMDLINE; do
-		case "$word" in
-		shstk.* | [A-Z]*=*) iwords+=" $word" ;;
-		*) kwords+=" $word" ;;
-		esac
-	done
+	local kwords dev base key dir run f cpio
+	snapshot_words "$KERNEL_CMDLINE"
 	# libata names the disks in the order of the ports: the root
 	# filesystem's ata0-slave first.
 	dev=/dev/sda
 	[ -z "$BOCHS_ROOTFS_DISK" ] || dev=/dev/sdb
-	kwords="${kwords# } shstk.snapshot=$dev"
+	kwords="$SNAPSHOT_KWORDS shstk.snapshot=$dev"
 	base=$("$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" --snapshot-base) ||
 		die "building the guest image for the Bochs snapshot failed"
 	key=$({
@@ -249,7 +243,7 @@ bochs_restore() {
 	dir=$SHSTK_CACHE/bochs-snapshots/$key
 	mkdir -p "${dir%/*}"
 	bochs_snapshot_make "$dir" "$kwords" "$base"
-	touch "$dir"	# in use: see the pruning in bochs_snapshot_make
+	touch "$dir"	# in use: see snapshot_prune
 	# The run's own directory to restore from: the saved state shared,
 	# read only, and a configuration whose files are this run's.
 	run=$OUT/bochs-restore
@@ -259,16 +253,8 @@ bochs_restore() {
 		[ "${f##*/}" = config ] || ln -s "$f" "$run/"
 	done
 	sed "s#$dir/run/#$OUT/#g" "$dir/snap/config" >"$run/config"
-	# Kept beside the snapshot by the image's hash: 0.4-0.9 s each time.
-	cpio=$dir/payloads/$(sha256sum <"$INITRD" | cut -c1-16).cpio
-	if [ ! -f "$cpio" ]; then
-		mkdir -p "$dir/payloads"
-		py "$SHSTK_TOP/scripts/build/cpiodiff.py" "$base" "$INITRD" "$cpio.$$" ||
-			die "making the Bochs payload from $INITRD failed"
-		mv "$cpio.$$" "$cpio"
-	fi
-	touch "$cpio"	# in use: see the pruning in bochs_snapshot_make
-	bochs_payload "$OUT/payload.img" "${iwords# }" "$cpio"
+	cpio=$(snapshot_payload_cpio "$dir" "$base" "$INITRD") || exit 1
+	bochs_payload "$OUT/payload.img" "$SNAPSHOT_IWORDS" "$cpio"
 	BOCHS_ARGS=(-q -r "$run")
 	EMU_MATCH=$run
 	EMU_SNAPSHOT=$key
@@ -286,7 +272,7 @@ emu_prepare() {
 	EMU_SNAPSHOT=
 	# gdb: the gdbstub runs the CPU loop, where no save happens; and
 	# a paused boot is watched from its first instruction.
-	if [ -n "${GDB_PORT:-}" ] || [ "${SHSTK_BOCHS_SNAPSHOT:-1}" = 0 ]; then
+	if [ -n "${GDB_PORT:-}" ] || ! snapshot_wanted || [ "${SHSTK_BOCHS_SNAPSHOT:-1}" = 0 ]; then
 		bochs_cold
 	else
 		bochs_restore

@@ -84,6 +84,22 @@
 #    console.log.
 #  - gdb: QEMU's gdbstub resolves names and takes hardware breakpoints on
 #    user addresses; arm64's GCSPR_EL0 is in its system-register feature.
+#  - Every run but a recording and its replays is restored from a
+#    post-boot snapshot (docs/boot.md): a cold boot of the
+#    snapshot's guest image to init's snapshot point, saved by QMP
+#    ("migrate" to a file) once init says on the console it is there, and
+#    restored with "-incoming file:".  It is made once per kernel image,
+#    QEMU build, base guest image and machine (the 9p root filesystem or
+#    not: two snapshots, as a device cannot be added at a restore), kept
+#    in the cache under the hash of all of those.  The machine is the same
+#    at the restore but for the files of its console, results channel and
+#    payload, which are the run's own; the payload, a virtio serial port
+#    (shstk.payload), brings init's words of the command line and what the
+#    run's guest image has that the snapshot's has not.  The console
+#    appends, after the snapshot's boot, so a run's console.log still
+#    shows the whole boot.  A gdb run is restored paused (-S), and
+#    start_paused_vm (lib.sh) lets gdb in once QEMU has loaded the
+#    snapshot.  SHSTK_SNAPSHOT=0 boots cold.
 #  - record/replay (SHSTK_RR_MODE): QEMU records every nondeterministic
 #    input into SHSTK_RR_DIR/replay.bin under -icount, and its replay is
 #    the same run again, instruction for instruction, that gdb can run
@@ -156,7 +172,7 @@ qemu_kernel() {
 }
 
 emu_command() {
-	local qemu virtio image replay_append replay_options
+	local image replay_append replay_options
 	image=$(qemu_kernel) || exit 1
 	if [ -n "${SHSTK_RR_MODE:-}" ]; then
 		# The recording and its replays boot the same command line.
@@ -166,38 +182,12 @@ emu_command() {
 	# shellcheck disable=SC2034  # read by vm/boot.sh
 	EMU_MATCH=$OUT/console.log
 	qemu_select
-	qemu=("${QEMU_BIN[@]}")
-	# virtio devices: "-pci" on a PCI machine, "-device" on virtio-mmio.
-	case "$(arch_fact "$ARCH" virtio)" in
-	pci) virtio=pci ;;
-	mmio) virtio=device ;;
-	*) die "config/arches.ini: virtio for $ARCH must be pci or mmio" ;;
-	esac
-	EMU_CMD=("${qemu[@]}" -M "$(arch_fact "$ARCH" qemu_machine)" -cpu "$(arch_fact "$ARCH" qemu_cpu)"
-		-smp "$EMU_SMP" -m 1G)
-	# shellcheck disable=SC2054  # commas inside QEMU option values
-	EMU_CMD+=(-kernel "$image" -initrd "$INITRD" -append "$KERNEL_CMDLINE"
-		-nodefaults -display none -monitor none -no-reboot)
-	if [ -z "${SHSTK_RR_MODE:-}" ]; then
-		# shellcheck disable=SC2054  # commas inside QEMU option values
-		EMU_CMD+=(-serial "file:$OUT/console.log"
-			-device "virtio-serial-$virtio"
-			-chardev "file,id=results,path=$OUT/guest.out"
-			-device virtconsole,chardev=results)
-	else
-		# A replay that loads a snapshot (reverse execution does) with a
-		# virtio-serial device never ends (QEMU 10.2 and 11.1, both
-		# transports): under record/replay the results share the serial
-		# line, and QEMU writes what it carries to both files.
-		# shellcheck disable=SC2054  # commas inside QEMU option values
-		EMU_CMD+=(-chardev "file,id=serial,path=$OUT/console.log,logfile=$OUT/guest.out"
-			-serial chardev:serial)
+	EMU_SNAPSHOT=
+	if [ -z "${SHSTK_RR_MODE:-}" ] && snapshot_wanted; then
+		qemu_restore "$image"
+		return 0
 	fi
-	if [ -n "${SHSTK_ROOTFS:-}" ]; then
-		# The bpftrace root filesystem, read-only over 9p (mount tag "rootfs").
-		EMU_CMD+=(-fsdev "local,id=rootfs,path=$SHSTK_ROOTFS,security_model=none,readonly=on"
-			-device "virtio-9p-$virtio,fsdev=rootfs,mount_tag=rootfs")
-	fi
+	qemu_machine "$image" "$INITRD" "$KERNEL_CMDLINE" "$OUT" none
 	if [ -n "${SHSTK_RR_MODE:-}" ]; then
 		# shellcheck disable=SC2054  # commas inside QEMU option values
 		EMU_CMD+=(-icount "shift=auto,rr=$SHSTK_RR_MODE,rrfile=$SHSTK_RR_DIR/replay.bin,rrsnapshot=init"
@@ -206,17 +196,162 @@ emu_command() {
 		read -ra replay_options <<<"$replay_options"
 		EMU_CMD+=("${replay_options[@]}")
 	fi
-	if [ -n "${GDB_PORT:-}" ]; then
-		# Paused at the first instruction until gdb continues it.
-		EMU_CMD+=(-gdb "tcp:127.0.0.1:$GDB_PORT" -S)
-		# QMP beside the gdbstub, for dump-guest-memory; the vmcoreinfo
-		# device is where the kernel (FW_CFG_SYSFS) says where its
-		# vmcoreinfo note is, which QEMU then puts in the dump.  Not on a
-		# replay: it would not be the machine that was recorded.
+	qemu_gdb
+}
+
+# A paused VM for gdb (GDB_PORT): paused at its first instruction, or just
+# restored, until gdb continues it; with QMP beside the gdbstub, for
+# dump-guest-memory (qemu_machine adds the vmcoreinfo device).  Not on a
+# replay: it would not be the machine that was recorded.
+qemu_gdb() {
+	[ -n "${GDB_PORT:-}" ] || return 0
+	EMU_CMD+=(-gdb "tcp:127.0.0.1:$GDB_PORT" -S)
+	# shellcheck disable=SC2054  # commas inside QEMU option values
+	[ -n "${SHSTK_RR_MODE:-}" ] || EMU_CMD+=(-qmp "unix:$(qmp_socket "$OUT"),server=on,wait=off")
+}
+
+# qemu_machine IMAGE INITRD CMDLINE DIR PAYLOAD: EMU_CMD, the machine that
+# boots IMAGE with INITRD and CMDLINE, its console and results channel in
+# DIR, and the payload port of a post-boot snapshot (guest/init.sh
+# shstk.snapshot=port:shstk.payload): "none" for no port, "" for a port
+# that sends nothing (the boot a snapshot is saved from), else the file it
+# sends (a restored run's payload).
+qemu_machine() {
+	local virtio
+	# virtio devices: "-pci" on a PCI machine, "-device" on virtio-mmio.
+	case "$(arch_fact "$ARCH" virtio)" in
+	pci) virtio=pci ;;
+	mmio) virtio=device ;;
+	*) die "config/arches.ini: virtio for $ARCH must be pci or mmio" ;;
+	esac
+	EMU_CMD=("${QEMU_BIN[@]}" -M "$(arch_fact "$ARCH" qemu_machine)" -cpu "$(arch_fact "$ARCH" qemu_cpu)"
+		-smp "$EMU_SMP" -m 1G)
+	# shellcheck disable=SC2054  # commas inside QEMU option values
+	EMU_CMD+=(-kernel "$1" -initrd "$2" -append "$3"
+		-nodefaults -display none -monitor none -no-reboot)
+	if [ -z "${SHSTK_RR_MODE:-}" ]; then
+		# The console appends: a restored run's starts with its
+		# snapshot's boot (qemu_restore).
 		# shellcheck disable=SC2054  # commas inside QEMU option values
-		[ -n "${SHSTK_RR_MODE:-}" ] ||
-			EMU_CMD+=(-qmp "unix:$(qmp_socket "$OUT"),server=on,wait=off" -device vmcoreinfo)
+		EMU_CMD+=(-chardev "file,id=console,path=$4/console.log,append=on" -serial chardev:console
+			-device "virtio-serial-$virtio"
+			-chardev "file,id=results,path=$4/guest.out"
+			-device virtconsole,chardev=results)
+		# shellcheck disable=SC2054  # commas inside QEMU option values
+		case "$5" in
+		none) ;;
+		# A file chardev without input-path: the guest's read waits (on a
+		# null one it ends at once).
+		"") EMU_CMD+=(-chardev file,id=payload,path=/dev/null) ;;
+		*) EMU_CMD+=(-chardev "file,id=payload,path=/dev/null,input-path=$5") ;;
+		esac
+		# shellcheck disable=SC2054  # commas inside QEMU option values
+		[ "$5" = none ] || EMU_CMD+=(-device virtserialport,chardev=payload,name=shstk.payload)
+	else
+		# A replay that loads a snapshot (reverse execution does) with a
+		# virtio-serial device never ends (QEMU 10.2 and 11.1, both
+		# transports): under record/replay the results share the serial
+		# line, and QEMU writes what it carries to both files.
+		# shellcheck disable=SC2054  # commas inside QEMU option values
+		EMU_CMD+=(-chardev "file,id=serial,path=$4/console.log,logfile=$4/guest.out"
+			-serial chardev:serial)
 	fi
+	if [ -n "${SHSTK_ROOTFS:-}" ]; then
+		# The bpftrace root filesystem, read-only over 9p (mount tag "rootfs").
+		EMU_CMD+=(-fsdev "local,id=rootfs,path=$SHSTK_ROOTFS,security_model=none,readonly=on"
+			-device "virtio-9p-$virtio,fsdev=rootfs,mount_tag=rootfs")
+	fi
+	# For gdb's memory dumps (qemu_gdb): the device is where the kernel
+	# (FW_CFG_SYSFS) says where its vmcoreinfo note is, which QEMU then
+	# puts in the dump.
+	if [ -n "${GDB_PORT:-}" ] && [ -z "${SHSTK_RR_MODE:-}" ]; then
+		EMU_CMD+=(-device vmcoreinfo)
+	fi
+}
+
+# A run restored from the post-boot snapshot of the snapshot's guest image
+# (guest.sh --snapshot-base) on this kernel, QEMU and machine: made once
+# and kept in the cache under the hash of all of those (the bpftrace root
+# filesystem or not: two snapshots, as a device cannot be added at a
+# restore).  The machine is the same at the restore, but for the files of
+# its console, results and payload: its own.  What is this run's comes on
+# the payload port: init's words and what its guest image has that the
+# snapshot's has not.
+qemu_restore() {
+	local image=$1 kwords base key dir cpio
+	snapshot_words "$KERNEL_CMDLINE"
+	kwords="$SNAPSHOT_KWORDS shstk.snapshot=port:shstk.payload"
+	base=$("$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" --snapshot-base) ||
+		die "building the guest image for the QEMU snapshot failed"
+	qemu_machine "$image" "$base" "$kwords" @DIR@ ""
+	key=$({
+		echo "$EMU_BUILD"
+		sha256sum <"$image"
+		sha256sum <"$base"
+		printf '%s\n' "${EMU_CMD[@]}"
+	} | sha256sum | cut -c1-16)
+	dir=$SHSTK_CACHE/qemu-snapshots/$key
+	mkdir -p "${dir%/*}"
+	qemu_snapshot_make "$dir" "$image" "$base" "$kwords"
+	touch "$dir"	# in use: see snapshot_prune
+	cpio=$(snapshot_payload_cpio "$dir" "$base" "$INITRD") || exit 1
+	{
+		printf 'shstk-payload %d\n%s\n' "$(stat -c %s "$cpio")" "$SNAPSHOT_IWORDS"
+		cat "$cpio"
+	} >"$OUT/payload"
+	{
+		cat "$dir/console.log"
+		echo "shstk-lab: the host restored this boot from the QEMU snapshot $key"
+	} >"$OUT/console.log"
+	qemu_machine "$image" "$base" "$kwords" "$OUT" "$OUT/payload"
+	EMU_CMD+=(-incoming "file:$dir/snapshot")
+	qemu_gdb
+	# shellcheck disable=SC2034  # read by vm/boot.sh
+	EMU_SNAPSHOT=$key
+}
+
+# qemu_snapshot_make DIR IMAGE BASE KWORDS: boot BASE cold with KWORDS and
+# save it once init is at its snapshot point into DIR/snapshot, under a
+# lock (two lanes of make test may want it at once), made aside and moved
+# in whole, so a DIR/snapshot is always complete.
+qemu_snapshot_make() {
+	local dir=$1 tmp=$1.new.$$ lock t0 pid saver rc=0
+	exec {lock}>"$dir.lock"
+	flock "$lock"
+	if [ ! -f "$dir/snapshot" ]; then
+		t0=$EPOCHREALTIME
+		msg "making the QEMU snapshot ${dir##*/} (a cold boot, saved once booted)"
+		rm -rf "$tmp"
+		mkdir -p "$tmp"
+		: >"$tmp/console.log"
+		qemu_machine "$2" "$3" "$4" "$tmp" ""
+		EMU_CMD+=(-qmp "unix:$tmp/qmp.sock,server=on,wait=off")
+		"$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "${EMU_CMD[@]}" </dev/null >"$tmp/emulator.log" 2>&1 &
+		pid=$!
+		py "$SHSTK_TOP/gdb/shstk/qmp.py" snapshot "$tmp/qmp.sock" "$tmp/console.log" "$pid" \
+			"$tmp/snapshot" 240 &
+		saver=$!
+		# Both end with this script, whatever stops it: a wait ends at a
+		# trapped signal, and these traps make it run the EXIT one.
+		trap 'kill -TERM "$pid" "$saver" 2>/dev/null; rm -rf "$tmp"' EXIT
+		trap 'exit 143' TERM
+		trap 'exit 130' INT
+		wait "$saver" || rc=$?
+		[ "$rc" -eq 0 ] || kill -TERM "$pid" 2>/dev/null || true
+		wait "$pid" || true
+		trap - EXIT TERM INT
+		if [ "$rc" -ne 0 ] || [ ! -s "$tmp/snapshot" ]; then
+			die "making the QEMU snapshot failed: see $tmp/console.log and $tmp/emulator.log" \
+				"(SHSTK_SNAPSHOT=0 boots cold)"
+		fi
+		snapshot_check_boot "$tmp/console.log"
+		rm -rf "$dir"
+		mv "$tmp" "$dir"
+		msg "made the QEMU snapshot ${dir##*/} in $(elapsed "$t0") s"
+		# Each is the guest's memory once booted, some 50 MB.
+		snapshot_prune "$dir"
+	fi
+	exec {lock}>&-
 }
 
 # The snapshot disk of a recording or a replay, its own and empty: the
