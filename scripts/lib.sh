@@ -5,7 +5,14 @@
 # architectures are named, and how messages and errors look.  Sourced, never
 # run.  One place decides each of these things.
 
-SHSTK_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Kept from the parent when it names this file's repository: a process
+# less at every script's start.
+if [ -z "${SHSTK_TOP:-}" ] || ! [ "$SHSTK_TOP/scripts/lib.sh" -ef "${BASH_SOURCE[0]}" ]; then
+	case ${BASH_SOURCE[0]} in
+	*/*) SHSTK_TOP=$(cd "${BASH_SOURCE[0]%/*}/.." && pwd) ;;
+	*) SHSTK_TOP=$(cd .. && pwd) ;;
+	esac
+fi
 # Everything big (toolbox, kernel trees, builds, images) lives outside the
 # repository, so a fresh clone and an old cache work together.
 SHSTK_CACHE=${SHSTK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shstk-lab}
@@ -30,8 +37,13 @@ export SHSTK_TOP SHSTK_CACHE SHSTK_OUT SHSTK_KERNEL_PKG SHSTK_KERNEL_SUITE SHSTK
 	SHSTK_PATCHED_SRC SHSTK_SRC
 
 # Messages name their script by its place under scripts/ ("vm/boot.sh").
-_shstk_prog=$(realpath -m --relative-to="$SHSTK_TOP/scripts" -- "$0")
-[[ $_shstk_prog != ../* ]] || _shstk_prog=$(basename "$0")
+case "$0" in
+"$SHSTK_TOP"/scripts/*) _shstk_prog=${0#"$SHSTK_TOP/scripts/"} ;;
+*)
+	_shstk_prog=$(realpath -m --relative-to="$SHSTK_TOP/scripts" -- "$0")
+	[[ $_shstk_prog != ../* ]] || _shstk_prog=${0##*/}
+	;;
+esac
 
 msg()  { printf '[%s] %s\n' "$_shstk_prog" "$*" >&2; }
 warn() { printf '[%s] warning: %s\n' "$_shstk_prog" "$*" >&2; }
