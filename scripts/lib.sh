@@ -541,10 +541,16 @@ snapshot_payload_cpio() {
 }
 
 # snapshot_prune DIR: a snapshot directory's siblings and payloads that no
-# run has used for a week go, with what failed attempts left.
+# run has used for a week go, with what failed attempts left, and all but
+# the 16 used last (each is 40-80 MB, and every kernel build makes new
+# ones; a run marks its snapshot used by touching it).
 snapshot_prune() {
+	local old
 	find "${1%/*}" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + || true
 	find "${1%/*}" -mindepth 3 -maxdepth 3 -path '*/payloads/*' -mtime +7 -delete || true
+	# shellcheck disable=SC2012  # the names are hashes: no odd characters
+	old=$(ls -1dt "${1%/*}"/*/ 2>/dev/null | tail -n +17)
+	[ -z "$old" ] || xargs rm -rf <<<"$old"
 }
 
 # snapshot_check_boot LOG: the snapshot's boot must be clean, since the
