@@ -28,6 +28,9 @@ def attach():
     gdb.execute(f"source {GDB_DIR}/shstk-lab.py")
     if env.get("SHSTK_PROG"):
         gdb.execute(f"add-symbol-file {env['SHSTK_PROG']}")
+    # The guest programs name their sources relative to the repository
+    # (scripts/build/guest.sh), whichever directory gdb runs in.
+    gdb.execute(f"directory {os.path.dirname(GDB_DIR)}")
     gdb.execute(f"target remote 127.0.0.1:{env['SHSTK_PORT']}")
 
 

@@ -70,17 +70,21 @@ suite() {
 # costs 0.7 s, and every VM step builds its guest.
 build_ours() {
 	local name=$1 file=$2 out=$GUEST/bin/$1 key flags
+	# The binary must not depend on where the repository is (a CI clone's
+	# path would make every program, and the snapshots of the images
+	# that hold them, new): sources named relative to it, compiled from
+	# it, and the key without it.
 	flags=(-static -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror "${ARCH_CFLAGS[@]}"
-		-isystem "$HDR" -I"$SHSTK_TOP/guest" -I"$GUEST/include")
+		-isystem "$HDR" -I"$SHSTK_TOP/guest" -I"$GUEST/include" -ffile-prefix-map="$SHSTK_TOP=.")
 	key=$({
-		printf '%s\n' "$CC" "${flags[@]}"
+		printf '%s\n' "$CC" "${flags[@]//"$SHSTK_TOP"/@TOP@}"
 		cat "$KBUILD_DIR/.shstk-inputs" "$SHSTK_TOOLBOX_STAMP" 2>/dev/null || true
 		cat "$SHSTK_TOP/guest/$file" "$SHSTK_TOP"/guest/lib/*.h "$GUEST"/include/*.h
 	} | sha256sum | cut -c1-16)
 	[ ! -x "$out" ] || [ "$(cat "$out.key" 2>/dev/null)" != "$key" ] || return 0
 	mkdir -p "$(dirname "$out")"
 	# Made aside and moved: two builds may run at once.
-	tb "$CC" "${flags[@]}" -o "$out.$$" "$SHSTK_TOP/guest/$file" || {
+	(cd "$SHSTK_TOP" && tb "$CC" "${flags[@]}" -o "$out.$$" "guest/$file") || {
 		rm -f "$out.$$"
 		die "compiling guest/$file for $ARCH failed"
 	}
