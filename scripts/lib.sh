@@ -553,6 +553,32 @@ snapshot_prune() {
 	[ -z "$old" ] || xargs rm -rf <<<"$old"
 }
 
+# snapshot_make DIR WHAT DONE CONSOLE SAVE ARGS...: make WHAT's snapshot
+# DIR once, under a lock (two lanes of make test, or make fuzz's two VMs,
+# may want it at once), made aside and moved in whole, so a DIR/DONE is
+# always a complete snapshot.  SAVE TMP DIR ARGS... boots and saves into
+# TMP (it dies if it cannot); then the boot's console, TMP/CONSOLE, must
+# be clean.
+snapshot_make() {
+	local dir=$1 what=$2 done=$3 console=$4 save=$5 tmp=$1.new.$$ lock t0
+	shift 5
+	exec {lock}>"$dir.lock"
+	flock "$lock"
+	if [ ! -f "$dir/$done" ]; then
+		t0=$EPOCHREALTIME
+		msg "making the $what snapshot ${dir##*/} (a cold boot, saved once booted)"
+		rm -rf "$tmp"
+		mkdir -p "$tmp"
+		"$save" "$tmp" "$dir" "$@"
+		snapshot_check_boot "$tmp/$console"
+		rm -rf "$dir"
+		mv "$tmp" "$dir"
+		msg "made the $what snapshot ${dir##*/} in $(elapsed "$t0") s"
+		snapshot_prune "$dir"
+	fi
+	exec {lock}>&-
+}
+
 # snapshot_check_boot LOG: the snapshot's boot must be clean, since the
 # runs restored from it are judged on their own part of the console.
 snapshot_check_boot() {

@@ -177,42 +177,27 @@ bochs_snapshot_rc() {
 	echo "ata1-master: type=disk, mode=volatile, path=$1/run/payload.img, journal=$1/run/payload.redolog, heads=16, spt=63"
 }
 
-# bochs_snapshot_make DIR CMDLINE BASE: boot BASE cold with CMDLINE and
-# save at init's snapshot point into DIR/snap, under a lock (make fuzz
-# starts two Bochs runs at once), made aside and moved in whole, so a
-# DIR/snap/config is always a complete snapshot.
-bochs_snapshot_make() {
-	local dir=$1 tmp=$1.new.$$ lock t0
-	exec {lock}>"$dir.lock"
-	flock "$lock"
-	if [ ! -f "$dir/snap/config" ]; then
-		t0=$EPOCHREALTIME
-		msg "making the Bochs snapshot ${dir##*/} (a cold boot, saved once booted)"
-		rm -rf "$tmp"
-		mkdir -p "$tmp/run" "$tmp/snap"
-		bochs_iso "$tmp" "$2" "$3" || die "making the Bochs snapshot's boot medium failed"
-		printf 'none\n' >"$tmp/run/empty"
-		bochs_payload "$tmp/run/payload.img" "" "$tmp/run/empty"
-		bochs_snapshot_rc "$tmp" >"$tmp/bochsrc"
-		# Bochs exits 1 after a save, as on a power-off or a panic: the
-		# log line and the saved configuration tell a save.
-		tb timeout -k 5 300 "$BOCHS_BIN" -q -f "$tmp/bochsrc" -save "$tmp/snap" </dev/null \
-			>"$tmp/run/emulator.log" 2>&1 || true
-		if ! grep -qs "saving the Bochs state to" "$tmp/run/bochs.log" "$tmp/run/emulator.log" ||
-			[ ! -f "$tmp/snap/config" ]; then
-			die "making the Bochs snapshot failed: see $tmp/run/console.log and $tmp/run/bochs.log" \
-				"(SHSTK_SNAPSHOT=0 boots cold)"
-		fi
-		snapshot_check_boot "$tmp/run/console.log"
-		# Its paths name where it was made.
-		sed -i "s#$tmp/#$dir/#g" "$tmp/snap/config"
-		rm -rf "$dir"
-		mv "$tmp" "$dir"
-		msg "made the Bochs snapshot ${dir##*/} in $(elapsed "$t0") s"
-		# Each is 1 GiB of sparse RAM (some 80 MB on disk).
-		snapshot_prune "$dir"
+# bochs_snapshot_save TMP DIR CMDLINE BASE (snapshot_make's SAVE): boot
+# BASE cold with CMDLINE, saved at init's snapshot point into TMP/snap;
+# its configuration names DIR, where it is moved.
+bochs_snapshot_save() {
+	local tmp=$1
+	mkdir -p "$tmp/run" "$tmp/snap"
+	bochs_iso "$tmp" "$3" "$4" || die "making the Bochs snapshot's boot medium failed"
+	printf 'none\n' >"$tmp/run/empty"
+	bochs_payload "$tmp/run/payload.img" "" "$tmp/run/empty"
+	bochs_snapshot_rc "$tmp" >"$tmp/bochsrc"
+	# Bochs exits 1 after a save, as on a power-off or a panic: the
+	# log line and the saved configuration tell a save.
+	tb timeout -k 5 300 "$BOCHS_BIN" -q -f "$tmp/bochsrc" -save "$tmp/snap" </dev/null \
+		>"$tmp/run/emulator.log" 2>&1 || true
+	if ! grep -qs "saving the Bochs state to" "$tmp/run/bochs.log" "$tmp/run/emulator.log" ||
+		[ ! -f "$tmp/snap/config" ]; then
+		die "making the Bochs snapshot failed: see $tmp/run/console.log and $tmp/run/bochs.log" \
+			"(SHSTK_SNAPSHOT=0 boots cold)"
 	fi
-	exec {lock}>&-
+	# Its paths name where it was made.
+	sed -i "s#$tmp/#$2/#g" "$tmp/snap/config"
 }
 
 # A run restored from the snapshot its kernel, Bochs and disks make: the
@@ -242,7 +227,8 @@ bochs_restore() {
 	} | sha256sum | cut -c1-16)
 	dir=$SHSTK_CACHE/bochs-snapshots/$key
 	mkdir -p "${dir%/*}"
-	bochs_snapshot_make "$dir" "$kwords" "$base"
+	# Each is 1 GiB of sparse RAM (some 80 MB on disk).
+	snapshot_make "$dir" Bochs snap/config run/console.log bochs_snapshot_save "$kwords" "$base"
 	touch "$dir"	# in use: see snapshot_prune
 	# The run's own directory to restore from: the saved state shared,
 	# read only, and a configuration whose files are this run's.

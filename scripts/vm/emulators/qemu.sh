@@ -292,7 +292,8 @@ qemu_restore() {
 	} | sha256sum | cut -c1-16)
 	dir=$SHSTK_CACHE/qemu-snapshots/$key
 	mkdir -p "${dir%/*}"
-	qemu_snapshot_make "$dir" "$image" "$base" "$kwords"
+	# Each is the guest's memory once booted, some 50 MB.
+	snapshot_make "$dir" QEMU snapshot console.log qemu_snapshot_save "$image" "$base" "$kwords"
 	touch "$dir"	# in use: see snapshot_prune
 	cpio=$(snapshot_payload_cpio "$dir" "$base" "$INITRD") || exit 1
 	{
@@ -310,48 +311,32 @@ qemu_restore() {
 	EMU_SNAPSHOT=$key
 }
 
-# qemu_snapshot_make DIR IMAGE BASE KWORDS: boot BASE cold with KWORDS and
-# save it once init is at its snapshot point into DIR/snapshot, under a
-# lock (two lanes of make test may want it at once), made aside and moved
-# in whole, so a DIR/snapshot is always complete.
-qemu_snapshot_make() {
-	local dir=$1 tmp=$1.new.$$ lock t0 pid saver rc=0
-	exec {lock}>"$dir.lock"
-	flock "$lock"
-	if [ ! -f "$dir/snapshot" ]; then
-		t0=$EPOCHREALTIME
-		msg "making the QEMU snapshot ${dir##*/} (a cold boot, saved once booted)"
-		rm -rf "$tmp"
-		mkdir -p "$tmp"
-		: >"$tmp/console.log"
-		qemu_machine "$2" "$3" "$4" "$tmp" ""
-		EMU_CMD+=(-qmp "unix:$tmp/qmp.sock,server=on,wait=off")
-		"$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "${EMU_CMD[@]}" </dev/null >"$tmp/emulator.log" 2>&1 &
-		pid=$!
-		py "$SHSTK_TOP/gdb/shstk/qmp.py" snapshot "$tmp/qmp.sock" "$tmp/console.log" "$pid" \
-			"$tmp/snapshot" 240 &
-		saver=$!
-		# Both end with this script, whatever stops it: a wait ends at a
-		# trapped signal, and these traps make it run the EXIT one.
-		trap 'kill -TERM "$pid" "$saver" 2>/dev/null; rm -rf "$tmp"' EXIT
-		trap 'exit 143' TERM
-		trap 'exit 130' INT
-		wait "$saver" || rc=$?
-		[ "$rc" -eq 0 ] || kill -TERM "$pid" 2>/dev/null || true
-		wait "$pid" || true
-		trap - EXIT TERM INT
-		if [ "$rc" -ne 0 ] || [ ! -s "$tmp/snapshot" ]; then
-			die "making the QEMU snapshot failed: see $tmp/console.log and $tmp/emulator.log" \
-				"(SHSTK_SNAPSHOT=0 boots cold)"
-		fi
-		snapshot_check_boot "$tmp/console.log"
-		rm -rf "$dir"
-		mv "$tmp" "$dir"
-		msg "made the QEMU snapshot ${dir##*/} in $(elapsed "$t0") s"
-		# Each is the guest's memory once booted, some 50 MB.
-		snapshot_prune "$dir"
+# qemu_snapshot_save TMP DIR IMAGE BASE KWORDS (snapshot_make's SAVE):
+# boot BASE cold with KWORDS, saved into TMP/snapshot once init is at its
+# snapshot point.
+qemu_snapshot_save() {
+	local tmp=$1 pid saver rc=0
+	: >"$tmp/console.log"
+	qemu_machine "$3" "$4" "$5" "$tmp" ""
+	EMU_CMD+=(-qmp "unix:$tmp/qmp.sock,server=on,wait=off")
+	"$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "${EMU_CMD[@]}" </dev/null >"$tmp/emulator.log" 2>&1 &
+	pid=$!
+	py "$SHSTK_TOP/gdb/shstk/qmp.py" snapshot "$tmp/qmp.sock" "$tmp/console.log" "$pid" \
+		"$tmp/snapshot" 240 &
+	saver=$!
+	# Both end with this script, whatever stops it: a wait ends at a
+	# trapped signal, and these traps make it run the EXIT one.
+	trap 'kill -TERM "$pid" "$saver" 2>/dev/null; rm -rf "$tmp"' EXIT
+	trap 'exit 143' TERM
+	trap 'exit 130' INT
+	wait "$saver" || rc=$?
+	[ "$rc" -eq 0 ] || kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" || true
+	trap - EXIT TERM INT
+	if [ "$rc" -ne 0 ] || [ ! -s "$tmp/snapshot" ]; then
+		die "making the QEMU snapshot failed: see $tmp/console.log and $tmp/emulator.log" \
+			"(SHSTK_SNAPSHOT=0 boots cold)"
 	fi
-	exec {lock}>&-
 }
 
 # The snapshot disk of a recording or a replay, its own and empty: the
