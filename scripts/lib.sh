@@ -90,6 +90,36 @@ series_hash() {
 		awk '{ print $2, $1 "  -" }' | sha256sum | cut -c1-16
 }
 
+# make test's list of the builds it found current once (kernels, the
+# project's QEMU), by their output: scripts/test.sh names a file for it in
+# SHSTK_CHECKED_BUILDS.  Within one make test the trees do not change, and
+# each look at them costs a run half a second (git on the kernel tree's
+# 96,000 files); outside make test every run looks.  A build script asks
+# build_checked OUTPUT before it looks, and says build_current OUTPUT once
+# OUTPUT is current.
+build_checked() {
+	[ -n "${SHSTK_CHECKED_BUILDS:-}" ] && [ -e "$1" ] &&
+		grep -qxF -- "$1" "$SHSTK_CHECKED_BUILDS" 2>/dev/null
+}
+build_current() {
+	[ -z "${SHSTK_CHECKED_BUILDS:-}" ] || echo "$1" >>"$SHSTK_CHECKED_BUILDS"
+}
+
+# Commit the unpacked tree DIR as the pristine base the series apply to
+# (tag shstk-base).  No automatic gc: the commit's tens of thousands of
+# loose objects would start a "git gc --auto" in the background, minutes of
+# both CPUs spent packing them beside the first build, and nothing here
+# needs them packed.   git_commit_pristine DIR MESSAGE
+git_commit_pristine() {
+	git -C "$1" init -q
+	git -C "$1" config gc.auto 0
+	# By force: Debian's kernel tree has a .gitignore that ignores
+	# everything.
+	git -C "$1" add -A -f .
+	git -C "$1" -c user.name=shstk-lab -c user.email=shstk-lab@localhost commit -q -m "$2"
+	git -C "$1" tag shstk-base
+}
+
 # Apply PATCHDIR's series with git am on a fresh worktree WORKTREE of the
 # pristine tree SRC (tag shstk-base), made if missing; a patch that does not
 # apply is named, with the files it failed on, as not applying to WHAT.

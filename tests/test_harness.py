@@ -55,6 +55,34 @@ class CacheDirTest(unittest.TestCase):
             self.assertEqual(r.stdout.strip(), cache_dir(env), extra)
 
 
+class CheckedBuildsTest(unittest.TestCase):
+    """lib.sh's build_checked: only make test's list, only what is there."""
+
+    def ask(self, script, listed):
+        with tempfile.TemporaryDirectory() as d:
+            built = os.path.join(d, "built")
+            open(built, "w").close()
+            env = {k: v for k, v in os.environ.items() if k != "SHSTK_CHECKED_BUILDS"}
+            if listed:
+                env["SHSTK_CHECKED_BUILDS"] = os.path.join(d, "checked")
+                open(env["SHSTK_CHECKED_BUILDS"], "w").close()
+            r = subprocess.run(["bash", "-c", ". scripts/lib.sh; " + script, "-", built,
+                                os.path.join(d, "gone")],
+                               cwd=TOP, env=env, capture_output=True, text=True, timeout=30)
+            return r.returncode
+
+    def test_current_once_then_checked(self):
+        self.assertEqual(self.ask('build_checked "$1"', True), 1)
+        self.assertEqual(self.ask('build_current "$1"; build_checked "$1"', True), 0)
+
+    def test_not_outside_make_test(self):
+        self.assertEqual(self.ask('build_current "$1"; build_checked "$1"', False), 1)
+
+    def test_not_when_the_output_is_gone(self):
+        self.assertEqual(self.ask('build_current "$2"; build_checked "$2"', True), 1)
+        self.assertEqual(self.ask('build_current "$2"; build_checked "$1"', True), 1)
+
+
 class BackendTest(unittest.TestCase):
     """What scripts/vm/emulators/*.sh declare, as make test sees them."""
 

@@ -44,15 +44,7 @@ fetch_and_unpack() {
 	mkdir -p "$SRC"
 	tar -x -C "$SRC" --strip-components=1 -f "$tmp"/usr/src/*.tar.xz
 	rm -rf "$tmp"
-	git_src init -q
-	# No automatic gc: the first commit's 96,000 loose objects would start
-	# a "git gc --auto" in the background, minutes of both CPUs packing
-	# them beside the first kernel build.  Nothing here needs them packed.
-	git_src config gc.auto 0
-	# Debian's top-level .gitignore ignores everything: add by force.
-	git_src add -A -f .
-	git_src commit -q -m "$SHSTK_KERNEL_PKG $version (pristine, from Debian)"
-	git_src tag shstk-base
+	git_commit_pristine "$SRC" "$SHSTK_KERNEL_PKG $version (pristine, from Debian)"
 	echo "$SHSTK_KERNEL_PKG $version" >"$SRC/.shstk-kernel-version"
 }
 

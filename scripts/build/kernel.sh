@@ -23,6 +23,10 @@ case "${2:-}" in
 --headers) headers_only=1 ;;
 *) die "unknown option '$2' (--headers or nothing)" ;;
 esac
+if [ -z "$headers_only" ] && [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && build_checked "$KBUILD_DIR/$QEMU_KIMAGE"; then
+	msg "$ARCH kernel up to date (checked earlier in this make test): $KBUILD_DIR"
+	exit 0
+fi
 "$SHSTK_TOP/scripts/build/kernel-source.sh"
 SRC=$SHSTK_SRC
 CONF=$SHSTK_TOP/config/kernel
@@ -79,6 +83,7 @@ if [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && [ -f "$KBUILD_DIR/$KIMAGE" ] &&
 	[ -f "$KBUILD_DIR/$QEMU_KIMAGE" ] &&
 	[ "$(cat "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
 	msg "$ARCH kernel up to date: $(sed -n 's/^release: //p' "$KBUILD_DIR/shstk-build.txt") ($KBUILD_DIR)"
+	build_current "$KBUILD_DIR/$QEMU_KIMAGE"
 	exit 0
 fi
 rm -f "$KBUILD_DIR/.shstk-inputs"
@@ -139,4 +144,5 @@ release=$(kmake -s kernelrelease)
 	echo "variant: ${SHSTK_KCONFIG_VARIANT:-default}"
 } >"$KBUILD_DIR/shstk-build.txt"
 echo "$inputs" >"$KBUILD_DIR/.shstk-inputs"
+build_current "$KBUILD_DIR/$QEMU_KIMAGE"
 msg "kernel $release ($(cat "$SRC/.shstk-kernel-version")) -> $KBUILD_DIR/$KIMAGE"

@@ -52,6 +52,12 @@ if [ "$mode" != check ]; then
 	BIN=$BUILD/$QEMU_PROG
 	STAMP=$BUILD/shstk-$QEMU_PROG.txt
 fi
+if [ "$mode" = build ] && [ -f "$STAMP" ] && build_checked "$BIN"; then
+	id=$(sed -n 's/^id: //p' "$STAMP")
+	msg "QEMU up to date (checked earlier in this make test): $id ($BIN)"
+	printf '%s\n' "$BIN" "$id"
+	exit 0
+fi
 
 # qemu-system-riscv64 -> riscv64
 qemu_target() { local prog; prog=$(arch_fact "$1" qemu) && echo "${prog#qemu-system-}"; }
@@ -106,10 +112,7 @@ fetch_and_unpack() {
 		die "dpkg-source could not unpack $dsc; see $QDIR/unpack.log"
 	rm -rf "$tmp/.pc"
 	mv "$tmp" "$SRC"
-	git_src init -q
-	git_src add -A -f .
-	git_src commit -q -m "qemu $QEMU_VERSION (pristine, from Debian, debian/patches applied)"
-	git_src tag shstk-base
+	git_commit_pristine "$SRC" "qemu $QEMU_VERSION (pristine, from Debian, debian/patches applied)"
 	echo "qemu $QEMU_VERSION" >"$SRC/.shstk-qemu-version"
 }
 
@@ -173,6 +176,7 @@ INPUTS=$BUILD/.shstk-inputs-$QEMU_PROG
 if [ -x "$BIN" ] && [ "$(cat "$INPUTS" 2>/dev/null)" = "$inputs" ]; then
 	id=$(sed -n 's/^id: //p' "$STAMP")
 	msg "QEMU up to date: $id ($BIN)"
+	build_current "$BIN"
 	printf '%s\n' "$BIN" "$id"
 	exit 0
 fi
@@ -231,4 +235,5 @@ npatch=$(git_src rev-list --count shstk-base..HEAD)
 echo "$inputs" >"$INPUTS"
 id=$(sed -n 's/^id: //p' "$STAMP")
 msg "built $id -> $BIN"
+build_current "$BIN"
 printf '%s\n' "$BIN" "$id"
