@@ -22,6 +22,179 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 read -r cmdline </proc/cmdline
 
+# What this machine is, asked before the snapshot point (below): a run
+# restored from there is the same machine, and every fork after the
+# restore delays its first program (tens of milliseconds each under TCG).
+# The arch's /proc/cpuinfo line and word for user shadow stacks, from
+# config/arches.ini (scripts/build/guest.sh writes them here); a word ends at
+# a space or, in riscv's isa string, at an underscore.
+# shellcheck source=/dev/null  # written by scripts/build/guest.sh
+. /tests/arch.env
+flags=$(grep -m1 "^${SHSTK_CPUINFO_FIELD}[[:space:]]*:" /proc/cpuinfo)
+case " ${flags#*:} " in
+*[_\ ]"$SHSTK_CPUINFO_FLAG"[_\ ]*) shstk=yes ;;
+*) shstk=no ;;
+esac
+# x86: the FPU state format the kernel chose, from the ring buffer (the
+# console's loglevel hides the line): "compacted" only with XSAVES.
+xstate=
+line=$(dmesg 2>/dev/null | grep -m1 'x86/fpu: Enabled xstate features' || true)
+if [ -n "$line" ]; then
+	# "... features 0x1a1f, context size is 1008 bytes, using 'compacted'
+	# format.": taken apart in the shell, each fork costs under TCG.
+	features=${line#*features }
+	features=${features%%,*}
+	format=${line#*"using '"}
+	format=${format%%"'"*}
+	xstate=" xstate=$features,$format"
+fi
+uts=$(uname -rm)
+release=${uts% *}
+
+# The words of the command line this init acts on: the kernel's, and
+# after a restore (below) the payload's, which add to them.
+out=/dev/console
+trace=
+comm=
+rootfs=
+slow=1
+words() {
+	for arg in $1; do
+		case "$arg" in
+		shstk.out=*) out=${arg#shstk.out=} ;;
+		shstk.trace=*) trace=${arg#shstk.trace=} ;;
+		shstk.trace_comm=*) comm=${arg#shstk.trace_comm=} ;;
+		shstk.rootfs=*) rootfs=${arg#shstk.rootfs=} ;;
+		# How many times slower than real time the guest clock runs (Bochs's).
+		shstk.slow=*) slow=${arg#shstk.slow=} ;;
+		shstk.why=*)
+			why=${arg#shstk.why=}
+			# shellcheck disable=SC3060  # busybox's ash has it; tr would fork
+			export SHSTK_LAB_NO_SHSTK_WHY="${why//_/ }"
+			;;
+		esac
+	done
+	case "$slow" in '' | *[!0-9]* | 0) slow=1 ;; esac
+}
+words "$cmdline"
+
+say() { echo "shstk-lab: $*" >/dev/console; }
+emit() { echo "$*" >>"$out"; }
+
+# bpftrace lives in a Debian root filesystem, read-only: an ext4 disk, the
+# device shstk.rootfs= names.  It runs chrooted there, with the kernel's
+# filesystems and /trace bound in.
+mount_rootfs() {
+	mkdir -p /rootfs
+	case "$rootfs" in
+	/dev/*) ;;
+	*)
+		say "no root filesystem for bpftrace (shstk.rootfs='$rootfs')"
+		return 1
+		;;
+	esac
+	# The disk is probed asynchronously: give it a few seconds.
+	i=0
+	while [ ! -b "$rootfs" ] && [ "$i" -lt 100 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	mount -t ext4 -o ro "$rootfs" /rootfs
+}
+
+# The bpftrace root filesystem, mounted once for all the scripts.
+trace_root() {
+	mount_rootfs || return 1
+	mount -t proc proc /rootfs/proc
+	mount -t sysfs sysfs /rootfs/sys
+	mount -t devtmpfs devtmpfs /rootfs/dev
+	mount -t tmpfs tmpfs /rootfs/tmp
+	mount -t tracefs tracefs /rootfs/sys/kernel/tracing
+	mount -t debugfs debugfs /rootfs/sys/kernel/debug
+	mount --bind /trace /rootfs/mnt/trace
+}
+
+# trace_start SCRIPT COMM: one bpftrace, its pid in /tmp/trace.SCRIPT.pid.
+trace_start() {
+	say "starting bpftrace $1 for $2"
+	chroot /rootfs /usr/bin/bpftrace "/mnt/trace/$1.bt" "$2" >"/tmp/trace.$1.log" 2>&1 &
+	echo $! >"/tmp/trace.$1.pid"
+}
+
+# trace_where SCRIPT: where each thread of a bpftrace that has not attached
+# yet is, in the kernel, on the console.  Taken on the way, after about 90
+# and 180 s of real time (a first attach has taken 34 s): a guest whose
+# clock runs slow (shstk.slow=, Bochs's) is killed by the host's timeout
+# long before this init's own deadline.
+trace_where() {
+	pid=$(cat "/tmp/trace.$1.pid")
+	for task in /proc/"$pid"/task/*; do
+		[ -r "$task/stat" ] || continue
+		read -r stat <"$task/stat"
+		# "tid (comm) state ...": comm may hold spaces, the state follows ") ".
+		state=${stat#*") "}
+		say "bpftrace $1 not attached: task ${task##*/} state ${state%% *}" \
+			"wchan $(cat "$task/wchan" 2>/dev/null)"
+		sed 's/^/shstk-lab:   /' "$task/stack" >/dev/console 2>/dev/null
+	done
+	say "bpftrace $1 so far: $(tail -n 2 "/tmp/trace.$1.log" | tr '\n' ' ')"
+}
+
+# trace_ready SCRIPT: wait for its BEGIN probe, which runs once every probe
+# is attached.
+trace_ready() {
+	i=0
+	while ! grep -q "^TRACE READY" "/tmp/trace.$1.log"; do
+		kill -0 "$(cat "/tmp/trace.$1.pid")" 2>/dev/null || return 1
+		i=$((i + 1))
+		case "$i" in $((900 / slow)) | $((1800 / slow))) trace_where "$1" ;; esac
+		[ "$i" -lt 1800 ] || return 1
+		sleep 0.1
+	done
+	say "bpftrace $1 attached after $((i / 10)) s"
+}
+
+# trace_stop SCRIPT [RC]: stop it (RC: it never started) and emit its log.
+trace_stop() {
+	rc=${2:-}
+	if [ -z "$rc" ]; then
+		kill -INT "$(cat "/tmp/trace.$1.pid")" 2>/dev/null
+		wait "$(cat "/tmp/trace.$1.pid")"
+		rc=$?
+	fi
+	emit "SHSTK-LAB BEGIN trace:$1"
+	cat "/tmp/trace.$1.log" >>"$out" 2>/dev/null
+	emit "SHSTK-LAB END trace:$1 rc=$rc"
+}
+
+# shstk.trace=A,B,...: every script attached at once, each with a log of
+# its own, tracing the command shstk.trace_comm= names (the first program
+# the host's list runs).  Before the snapshot point: a run restored from
+# there starts with them attached, which took most of a trace run (tens of
+# seconds of bpftrace's start-up under TCG).  The ones that did not start
+# are reported with the programs' results.
+traces=$(echo "$trace" | tr , ' ')
+broken=
+if [ -n "$traces" ]; then
+	[ -n "$comm" ] || say "shstk.trace needs shstk.trace_comm=, the command to trace"
+	if [ -n "$comm" ] && trace_root; then
+		for t in $traces; do
+			trace_start "$t" "$comm"
+		done
+	fi
+	started=
+	for t in $traces; do
+		if [ -f "/tmp/trace.$t.pid" ] && trace_ready "$t"; then
+			started="$started $t"
+		else
+			say "bpftrace $t did not start"
+			[ ! -f "/tmp/trace.$t.pid" ] || kill "$(cat "/tmp/trace.$t.pid")" 2>/dev/null
+			broken="$broken $t"
+		fi
+	done
+	traces=$started
+fi
+
 # shstk.snapshot=SOURCE: the emulator saves this boot here, and every run
 # restored from it goes on from here with a payload of its own from
 # SOURCE: the words of its command line for this init (/proc/cmdline is
@@ -93,6 +266,7 @@ if [ -n "$snapshot" ]; then
 		echo "shstk-lab: no payload from $snapshot after the restore" >/dev/kmsg
 		poweroff -f
 	fi
+	words "$cmdline"
 	# What the kernel hands init as its environment: NAME=value words.
 	for arg in $cmdline; do
 		case "${arg%%=*}" in
@@ -102,172 +276,19 @@ if [ -n "$snapshot" ]; then
 	done
 fi
 
-out=/dev/console
-trace=
-rootfs=
-slow=1
-for arg in $cmdline; do
-	case "$arg" in
-	shstk.out=*) out=${arg#shstk.out=} ;;
-	shstk.trace=*) trace=${arg#shstk.trace=} ;;
-	shstk.rootfs=*) rootfs=${arg#shstk.rootfs=} ;;
-	# How many times slower than real time the guest clock runs (Bochs's).
-	shstk.slow=*) slow=${arg#shstk.slow=} ;;
-	shstk.why=*) SHSTK_LAB_NO_SHSTK_WHY=$(echo "${arg#shstk.why=}" | tr _ ' ')
-		export SHSTK_LAB_NO_SHSTK_WHY ;;
-	esac
-done
-case "$slow" in '' | *[!0-9]* | 0) slow=1 ;; esac
-
-say() { echo "shstk-lab: $*" >/dev/console; }
-emit() { echo "$*" >>"$out"; }
-
-# The arch's /proc/cpuinfo line and word for user shadow stacks, from
-# config/arches.ini (scripts/build/guest.sh writes them here); a word ends at
-# a space or, in riscv's isa string, at an underscore.
-# shellcheck source=/dev/null  # written by scripts/build/guest.sh
-. /tests/arch.env
-flags=$(grep -m1 "^${SHSTK_CPUINFO_FIELD}[[:space:]]*:" /proc/cpuinfo)
-case " ${flags#*:} " in
-*[_\ ]"$SHSTK_CPUINFO_FLAG"[_\ ]*) shstk=yes ;;
-*) shstk=no ;;
-esac
-# x86: the FPU state format the kernel chose, from the ring buffer (the
-# console's loglevel hides the line): "compacted" only with XSAVES.
-xstate=
-line=$(dmesg 2>/dev/null | grep -m1 'x86/fpu: Enabled xstate features' || true)
-if [ -n "$line" ]; then
-	# "... features 0x1a1f, context size is 1008 bytes, using 'compacted'
-	# format.": taken apart in the shell, each fork costs under TCG.
-	features=${line#*features }
-	features=${features%%,*}
-	format=${line#*"using '"}
-	format=${format%%"'"*}
-	xstate=" xstate=$features,$format"
-fi
-uts=$(uname -rm)
-release=${uts% *}
 say "kernel $release, cpu shadow stack: $shstk${xstate:+, FPU state:$xstate}"
 emit "SHSTK-LAB GUEST kernel=$release arch=${uts##* } cpu_shstk=$shstk$xstate"
-
-# bpftrace lives in a Debian root filesystem, read-only: shared over 9p by
-# QEMU, an ext4 disk under Bochs (shstk.rootfs= says which).  It runs
-# chrooted there, with the kernel's filesystems and /trace bound in.
-mount_rootfs() {
-	mkdir -p /rootfs
-	case "$rootfs" in
-	9p) mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 rootfs /rootfs ;;
-	/dev/*)
-		# The disk is probed asynchronously: give it a few seconds.
-		i=0
-		while [ ! -b "$rootfs" ] && [ "$i" -lt 100 ]; do
-			i=$((i + 1))
-			sleep 0.1
-		done
-		mount -t ext4 -o ro "$rootfs" /rootfs
-		;;
-	*)
-		say "no root filesystem for bpftrace (shstk.rootfs='$rootfs')"
-		return 1
-		;;
-	esac
-}
-
-# The bpftrace root filesystem, mounted once for all the scripts.
-trace_root() {
-	mount_rootfs || return 1
-	mount -t proc proc /rootfs/proc
-	mount -t sysfs sysfs /rootfs/sys
-	mount -t devtmpfs devtmpfs /rootfs/dev
-	mount -t tmpfs tmpfs /rootfs/tmp
-	mount -t tracefs tracefs /rootfs/sys/kernel/tracing
-	mount -t debugfs debugfs /rootfs/sys/kernel/debug
-	mount --bind /trace /rootfs/mnt/trace
-}
-
-# trace_start SCRIPT COMM: one bpftrace, its pid in /tmp/trace.SCRIPT.pid.
-trace_start() {
-	say "starting bpftrace $1 for $2"
-	chroot /rootfs /usr/bin/bpftrace "/mnt/trace/$1.bt" "$2" >"/tmp/trace.$1.log" 2>&1 &
-	echo $! >"/tmp/trace.$1.pid"
-}
-
-# trace_where SCRIPT: where each thread of a bpftrace that has not attached
-# yet is, in the kernel, on the console.  Taken on the way, after about 90
-# and 180 s of real time (a first attach has taken 34 s): a guest whose
-# clock runs slow (shstk.slow=, Bochs's) is killed by the host's timeout
-# long before this init's own deadline.
-trace_where() {
-	pid=$(cat "/tmp/trace.$1.pid")
-	for task in /proc/"$pid"/task/*; do
-		[ -r "$task/stat" ] || continue
-		read -r stat <"$task/stat"
-		# "tid (comm) state ...": comm may hold spaces, the state follows ") ".
-		state=${stat#*") "}
-		say "bpftrace $1 not attached: task ${task##*/} state ${state%% *}" \
-			"wchan $(cat "$task/wchan" 2>/dev/null)"
-		sed 's/^/shstk-lab:   /' "$task/stack" >/dev/console 2>/dev/null
-	done
-	say "bpftrace $1 so far: $(tail -n 2 "/tmp/trace.$1.log" | tr '\n' ' ')"
-}
-
-# trace_ready SCRIPT: wait for its BEGIN probe, which runs once every probe
-# is attached.
-trace_ready() {
-	i=0
-	while ! grep -q "^TRACE READY" "/tmp/trace.$1.log"; do
-		kill -0 "$(cat "/tmp/trace.$1.pid")" 2>/dev/null || return 1
-		i=$((i + 1))
-		case "$i" in $((900 / slow)) | $((1800 / slow))) trace_where "$1" ;; esac
-		[ "$i" -lt 1800 ] || return 1
-		sleep 0.1
-	done
-	say "bpftrace $1 attached after $((i / 10)) s"
-}
-
-# trace_stop SCRIPT [RC]: stop it (RC: it never started) and emit its log.
-trace_stop() {
-	rc=${2:-}
-	if [ -z "$rc" ]; then
-		kill -INT "$(cat "/tmp/trace.$1.pid")" 2>/dev/null
-		wait "$(cat "/tmp/trace.$1.pid")"
-		rc=$?
-	fi
-	emit "SHSTK-LAB BEGIN trace:$1"
-	cat "/tmp/trace.$1.log" >>"$out" 2>/dev/null
-	emit "SHSTK-LAB END trace:$1 rc=$rc"
-}
-
-# shstk.trace=A,B,...: every script attached at once, before the first
-# program runs, each with a log of its own.
-traces=$(echo "$trace" | tr , ' ')
-if [ -n "$traces" ]; then
-	first=$(awk '!/^#/ && NF { print $2; exit }' /tests/list)
-	comm=$(basename "$first" | cut -c1-15)
-	if trace_root; then
-		for t in $traces; do
-			trace_start "$t" "$comm"
-		done
-	fi
-	started=
-	for t in $traces; do
-		if [ -f "/tmp/trace.$t.pid" ] && trace_ready "$t"; then
-			started="$started $t"
-		else
-			say "bpftrace $t did not start"
-			[ ! -f "/tmp/trace.$t.pid" ] || kill "$(cat "/tmp/trace.$t.pid")" 2>/dev/null
-			trace_stop "$t" 255
-		fi
-	done
-	traces=$started
-fi
+for t in $broken; do
+	trace_stop "$t" 255
+done
 
 while read -r name prog timeout; do
 	case "$name" in '' | '#'*) continue ;; esac
 	say "running $name"
 	emit "SHSTK-LAB BEGIN $name"
-	# Run from the program's directory: some selftests exec helpers beside them.
-	(cd "$(dirname "$prog")" && timeout "$timeout" "$prog") >>"$out" 2>&1
+	# Run from the program's directory (its path is absolute): some
+	# selftests exec helpers beside them.
+	(cd "${prog%/*}/" && timeout "$timeout" "$prog") >>"$out" 2>&1
 	rc=$?
 	emit "SHSTK-LAB END $name rc=$rc"
 	say "$name exited $rc"

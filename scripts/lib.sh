@@ -90,6 +90,36 @@ series_hash() {
 		awk '{ print $2, $1 "  -" }' | sha256sum | cut -c1-16
 }
 
+# rootfs_disk DIR: the bpftrace root filesystem DIR (scripts/build/rootfs.sh)
+# as an ext4 disk image beside it, DIR.ext4, made again when the directory
+# was rebuilt since.  Every emulator attaches it read-only, as a disk
+# (QEMU's virtio-blk, Bochs's IDE), not as a 9p share: a guest
+# with a share mounted cannot be saved, and make trace starts from a
+# snapshot taken once bpftrace has attached.  Whole cylinders of 16 heads x
+# 63 sectors, the geometry Bochs gives it.  Under a lock: make test's two
+# lanes may trace at once (not IMAGE.lock, the file Bochs locks an image
+# with).
+rootfs_disk() {
+	local dir=$1 img=$1.ext4 cyl=$((16 * 63 * 512)) mib bytes lock rc=0
+	exec {lock}>"$dir.disk-lock"
+	flock "$lock"
+	if ! [ "$img" -nt "$dir/.shstk-rootfs" ]; then
+		mib=$(du -sm "$dir" | cut -f1)
+		bytes=$(((mib * 5 / 4 + 64) * 1024 * 1024 / cyl * cyl + cyl))
+		msg "making the root filesystem disk image $img ($((bytes >> 20)) MiB)"
+		rm -f "$img.new"
+		if tb mke2fs -q -t ext4 -O ^has_journal -L shstk-rootfs -d "$dir" "$img.new" \
+			"$((bytes / 1024))k" >"$img.log" 2>&1; then
+			mv "$img.new" "$img"
+		else
+			msg "mke2fs failed; see $img.log"
+			rc=1
+		fi
+	fi
+	exec {lock}>&-
+	[ "$rc" -eq 0 ] && echo "$img"
+}
+
 # make test's list of the builds it found current once (kernels, the
 # project's QEMU), by their output: scripts/test.sh names a file for it in
 # SHSTK_CHECKED_BUILDS.  Within one make test the trees do not change, and
@@ -541,12 +571,16 @@ snapshot_wanted() {
 
 # snapshot_words CMDLINE: SNAPSHOT_KWORDS, the kernel's words (the
 # snapshot's), and SNAPSHOT_IWORDS, init's (shstk.* and the programs'
-# VAR=value settings, upper case), which the payload carries.
+# VAR=value settings, upper case), which the payload carries.  The words
+# init acts on before the snapshot point are the snapshot's: the bpftrace
+# scripts it attaches there, the command name they trace, the disk they
+# come from, and how slow the guest clock runs (guest/init.sh).
 snapshot_words() {
 	local word
 	SNAPSHOT_KWORDS='' SNAPSHOT_IWORDS=''
 	for word in $1; do
 		case "$word" in
+		shstk.trace=* | shstk.trace_comm=* | shstk.rootfs=* | shstk.slow=*) SNAPSHOT_KWORDS+=" $word" ;;
 		shstk.* | [A-Z]*=*) SNAPSHOT_IWORDS+=" $word" ;;
 		*) SNAPSHOT_KWORDS+=" $word" ;;
 		esac

@@ -41,12 +41,19 @@ if [ -n "$PROG" ]; then
 else
 	build_kernel_and_guest trace
 fi
-rootfs=$("$SHSTK_TOP/scripts/build/rootfs.sh" "$ARCH")
+rootfs=$("$SHSTK_TOP/scripts/build/rootfs.sh" "$ARCH" --disk)
+# The scripts trace the first program the guest runs (guest.sh writes its
+# list beside the image), by its command name, which the kernel cuts to 15
+# characters.
+comm=$(awk 'NF { print $2; exit }' "${GUEST_IMAGE%.cpio.gz}.tests")
+comm=${comm##*/}
+comm=${comm:0:15}
+[ -n "$comm" ] || die "the guest image $GUEST_IMAGE runs no program to trace"
 t0=$EPOCHREALTIME
-msg "booting $ARCH with bpftrace (${scripts[*]}); logs in $OUT"
+msg "booting $ARCH with bpftrace (${scripts[*]}) on $comm; logs in $OUT"
 export SHSTK_ROOTFS=$rootfs
 run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" \
-	"$OUT" "${SHSTK_TRACE_TIMEOUT:-300}" "shstk.trace=$list" || true
+	"$OUT" "${SHSTK_TRACE_TIMEOUT:-300}" "shstk.trace=$list shstk.trace_comm=$comm" || true
 rc=0
 PYTHONPATH=$SHSTK_TOP py -m checks.trace "$OUT" "$ARCH" "$list" "$EMU_OUT" \
 	"${PROG:+user}" || rc=$?

@@ -83,6 +83,27 @@ class CheckedBuildsTest(unittest.TestCase):
         self.assertEqual(self.ask('build_current "$2"; build_checked "$1"', True), 1)
 
 
+class SnapshotWordsTest(unittest.TestCase):
+    """lib.sh snapshot_words: which words of a run's command line are its
+    snapshot's (the kernel's, and what init acts on before the snapshot
+    point) and which the payload brings."""
+
+    def split(self, cmdline):
+        r = subprocess.run(["bash", "-c", '. scripts/lib.sh; snapshot_words "$1"; '
+                            'printf "%s\\n" "$SNAPSHOT_KWORDS" "$SNAPSHOT_IWORDS"', "-", cmdline],
+                           cwd=TOP, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.splitlines()
+
+    def test_kernel_init_and_trace_words(self):
+        kwords, iwords = self.split(
+            "console=ttyS0 panic=-1 shstk.out=/dev/hvc0 shstk.trace=a,b shstk.trace_comm=prog "
+            "shstk.rootfs=/dev/vda shstk.slow=25 shstk.why=no_CET SHSTK_XSAVE_SECONDS=1 nopku")
+        self.assertEqual(kwords, "console=ttyS0 panic=-1 shstk.trace=a,b shstk.trace_comm=prog "
+                                 "shstk.rootfs=/dev/vda shstk.slow=25 nopku")
+        self.assertEqual(iwords, "shstk.out=/dev/hvc0 shstk.why=no_CET SHSTK_XSAVE_SECONDS=1")
+
+
 class BackendTest(unittest.TestCase):
     """What scripts/vm/emulators/*.sh declare, as make test sees them."""
 

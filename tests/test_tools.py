@@ -209,11 +209,10 @@ class SummaryTest(unittest.TestCase):
 
 
 class RootfsDiskTest(unittest.TestCase):
-    """scripts/vm/emulators/bochs.sh rootfs_disk: Bochs's bpftrace root filesystem."""
+    """scripts/lib.sh rootfs_disk: the bpftrace root filesystem's disk image."""
 
     def disk(self, d):
-        script = ('set -euo pipefail; . scripts/lib.sh; ARCH=x86_64; OUT=$1; '
-                  '. scripts/vm/emulators/bochs.sh; rootfs_disk "$2"')
+        script = 'set -euo pipefail; . scripts/lib.sh; rootfs_disk "$2"'
         return subprocess.run(["bash", "-c", script, "bash", d, os.path.join(d, "rootfs")],
                               cwd=TOP, capture_output=True, text=True, timeout=120)
 

@@ -13,7 +13,8 @@
 #                                              the image a Bochs snapshot
 #                                              boots (vm/emulators/bochs.sh)
 #
-# Prints the path of the image it built.
+# Prints the path of the image it built, SUITE.cpio.gz; beside it, SUITE.tests
+# is the list of what its init runs ("name path timeout", in order).
 set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"

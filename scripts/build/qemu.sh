@@ -77,14 +77,12 @@ done
 DEVICES_FILE=shstk-lab
 
 # Only what the harness uses: TCG for those targets with the devices the
-# harness boots (arches.ini, qemu_devices), 9p for the trace root
-# filesystem.
+# harness boots (arches.ini, qemu_devices).
 # --enable-fdt=system: otherwise meson clones dtc from the network.
 # --disable-install-blobs: the +ds source has no firmware to install.
 CONFIGURE=(--target-list="$(IFS=,; echo "${TARGETS[*]}")" --without-default-features
 	--without-default-devices
-	--enable-tcg --enable-virtfs --enable-attr --enable-cap-ng
-	--enable-fdt=system --disable-install-blobs --disable-docs
+	--enable-tcg --enable-fdt=system --disable-install-blobs --disable-docs
 	--disable-werror --disable-tools --disable-guest-agent --disable-debug-info
 	--cc="$SHSTK_HOST_CC" --cxx="$SHSTK_HOST_CXX" --host-cc="$SHSTK_HOST_CC")
 for ((i = 0; i < ${#DEVICES[@]}; i += 2)); do

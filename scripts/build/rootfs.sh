@@ -4,20 +4,33 @@
 # A root filesystem with bpftrace for the guest, from Debian trixie's
 # packages only, assembled on the host without running any foreign binary:
 # debootstrap --foreign resolves and downloads bpftrace's dependency closure,
-# then every downloaded package is unpacked with dpkg-deb -x.  Shared with
-# the guest read-only over 9p (make trace).
+# then every downloaded package is unpacked with dpkg-deb -x.  The guest
+# gets it read-only, as an ext4 disk image made from it (make trace).
 #
-#   scripts/build/rootfs.sh ARCH      -> $SHSTK_CACHE/rootfs/<arch>
+#   scripts/build/rootfs.sh ARCH          -> $SHSTK_CACHE/rootfs/<arch>
+#   scripts/build/rootfs.sh ARCH --disk   -> $SHSTK_CACHE/rootfs/<arch>.ext4
 set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 
 arch_vars "${1:-}"
+case "${2:-}" in
+"" | --disk) ;;
+*) die "usage: build/rootfs.sh ARCH [--disk]" ;;
+esac
 ROOTFS=$SHSTK_CACHE/rootfs/$ARCH
 PKGS=bpftrace
 stamp=$ROOTFS/.shstk-rootfs
+# The directory, or the disk image made from it.
+result() {
+	if [ "${2:-}" = --disk ]; then
+		rootfs_disk "$ROOTFS"
+	else
+		echo "$ROOTFS"
+	fi
+}
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$PKGS" ]; then
-	echo "$ROOTFS"
+	result "$@"
 	exit 0
 fi
 [ "$(id -u)" -eq 0 ] || die "debootstrap needs root"
@@ -47,4 +60,4 @@ make_rootfs() {
 	msg "$n packages unpacked; $(du -sh "$ROOTFS" | cut -f1) in $ROOTFS"
 }
 step "building the $ARCH bpftrace root filesystem (debootstrap, about 3-4 minutes)" make_rootfs
-echo "$ROOTFS"
+result "$@"

@@ -27,11 +27,10 @@
 #    reads code to resolve a function name (to skip an endbr64), which fails
 #    on user addresses not mapped yet: software breakpoints by address.  It
 #    shows no SSP register.
-#  - the bpftrace root filesystem (SHSTK_ROOTFS): Bochs has no virtio, so it
-#    is an ext4 image on the IDE disk ata0-slave, made once from the
-#    directory and kept in the cache.  "mode=volatile" opens the image
-#    read-only and keeps guest writes in a journal under OUT: Bochs locks an
-#    image it opens for writing, and two runs may share this one.
+#  - the bpftrace root filesystem (SHSTK_ROOTFS, its ext4 disk image): on
+#    the IDE disk ata0-slave.  "mode=volatile" opens the image read-only
+#    and keeps guest writes in a journal under OUT: Bochs locks an image it
+#    opens for writing, and two runs may share this one.
 #  - With GDB_PORT the gdbstub is enabled: Bochs waits for gdb at power-on.
 #  - Every other run is restored from a post-boot snapshot (docs/boot.md):
 #    the boot to init's snapshot point (guest/init.sh shstk.snapshot=)
@@ -68,25 +67,6 @@ emu_declare() {
 	# command line wins: make fuzz's XSAVE_SECONDS=); shstk.slow= tells the
 	# guest's init, which times its reports in real time.
 	EMU_CMDLINE="nopku SHSTK_XSAVE_SECONDS=1 shstk.slow=25"
-}
-
-# The root filesystem directory as an ext4 image, remade when the directory
-# is newer.  Sized to whole cylinders of 16 heads x 63 sectors, the geometry
-# bochsrc gives the disk.
-rootfs_disk() {
-	local dir=$1 img=$1.ext4 cyl=$((16 * 63 * 512)) mib bytes
-	if [ -f "$img" ] && [ "$img" -nt "$dir/.shstk-rootfs" ]; then
-		echo "$img"
-		return
-	fi
-	mib=$(du -sm "$dir" | cut -f1)
-	bytes=$(((mib * 5 / 4 + 64) * 1024 * 1024 / cyl * cyl + cyl))
-	msg "making the root filesystem disk image $img ($((bytes >> 20)) MiB) for Bochs"
-	rm -f "$img.new"
-	tb mke2fs -q -t ext4 -O ^has_journal -L shstk-rootfs -d "$dir" "$img.new" "$((bytes / 1024))k" \
-		>"$OUT/mke2fs.log" 2>&1 || { msg "mke2fs failed; see $OUT/mke2fs.log"; return 1; }
-	mv "$img.new" "$img"
-	echo "$img"
 }
 
 # The payload disk of a run restored from a snapshot: its size and mtime
@@ -251,10 +231,7 @@ emu_prepare() {
 	built=$("$SHSTK_TOP/scripts/build/bochs.sh") || die "building Bochs failed"
 	BOCHS_BIN=${built%%$'\n'*}
 	EMU_BUILD="patched ${built#*$'\n'}"
-	BOCHS_ROOTFS_DISK=
-	if [ -n "${SHSTK_ROOTFS:-}" ]; then
-		BOCHS_ROOTFS_DISK=$(rootfs_disk "$SHSTK_ROOTFS") || return 1
-	fi
+	BOCHS_ROOTFS_DISK=${SHSTK_ROOTFS:-}
 	EMU_SNAPSHOT=
 	# gdb: the gdbstub runs the CPU loop, where no save happens; and
 	# a paused boot is watched from its first instruction.

@@ -30,8 +30,8 @@
 #                         QMP on $(qmp_socket OUT) and can dump the guest's
 #                         memory as a core drgn opens (checks/oracle.py)
 #     EMU_RESULTS_DEV     the guest's device for the results channel
-#     EMU_ROOTFS_DEV      what the guest mounts the bpftrace root filesystem
-#                         from (guest/init.sh shstk.rootfs=)
+#     EMU_ROOTFS_DEV      the guest's device of the bpftrace root filesystem's
+#                         disk (guest/init.sh shstk.rootfs=)
 #     EMU_CMDLINE         kernel parameters this emulator needs, and
 #                         settings for the guest programs (VAR=value) that
 #                         suit it; vm/boot.sh puts the run's own after them,
@@ -89,9 +89,11 @@
 #    snapshot's guest image to init's snapshot point, saved by QMP
 #    ("migrate" to a file) once init says on the console it is there, and
 #    restored with "-incoming file:".  It is made once per kernel image,
-#    QEMU build, base guest image and machine (the 9p root filesystem or
-#    not: two snapshots, as a device cannot be added at a restore), kept
-#    in the cache under the hash of all of those.  The machine is the same
+#    QEMU build, base guest image and machine (the bpftrace root
+#    filesystem's disk or not: two snapshots, as a device cannot be added
+#    at a restore; with it, init attaches the run's bpftrace scripts before
+#    the snapshot point, so a trace run starts with them attached), kept in
+#    the cache under the hash of all of those.  The machine is the same
 #    at the restore but for the files of its console, results channel and
 #    payload, which are the run's own; the payload, a virtio serial port
 #    (shstk.payload), brings init's words of the command line and what the
@@ -136,7 +138,8 @@ emu_declare() {
 	EMU_RESULTS_DEV=/dev/hvc0
 	# A recording's results share the serial line (see emu_command).
 	[ -z "${SHSTK_RR_MODE:-}" ] || EMU_RESULTS_DEV=/dev/$KCONSOLE
-	EMU_ROOTFS_DEV=9p
+	# The first virtio-blk disk.
+	EMU_ROOTFS_DEV=/dev/vda
 	EMU_CMDLINE=
 	# The arch's register, from config/arches.ini; x86's stock QEMU has none.
 	EMU_SSP_REGISTER=$(arch_fact "$ARCH" ssp_register)
@@ -257,9 +260,11 @@ qemu_machine() {
 			-serial chardev:serial)
 	fi
 	if [ -n "${SHSTK_ROOTFS:-}" ]; then
-		# The bpftrace root filesystem, read-only over 9p (mount tag "rootfs").
-		EMU_CMD+=(-fsdev "local,id=rootfs,path=$SHSTK_ROOTFS,security_model=none,readonly=on"
-			-device "virtio-9p-$virtio,fsdev=rootfs,mount_tag=rootfs")
+		# The bpftrace root filesystem's disk image (lib.sh rootfs_disk),
+		# read-only: runs side by side share it.
+		# shellcheck disable=SC2054  # commas inside QEMU option values
+		EMU_CMD+=(-drive "file=$SHSTK_ROOTFS,format=raw,if=none,id=rootfs,readonly=on"
+			-device "virtio-blk-$virtio,drive=rootfs")
 	fi
 	# For gdb's memory dumps (qemu_gdb): the device is where the kernel
 	# (FW_CFG_SYSFS) says where its vmcoreinfo note is, which QEMU then
@@ -288,6 +293,8 @@ qemu_restore() {
 		echo "$EMU_BUILD"
 		sha256sum <"$image"
 		sha256sum <"$base"
+		# The guest reads the disk before the save: the same one after.
+		[ -z "${SHSTK_ROOTFS:-}" ] || stat -c '%s %Y' "$SHSTK_ROOTFS"
 		printf '%s\n' "${EMU_CMD[@]}"
 	} | sha256sum | cut -c1-16)
 	dir=$SHSTK_CACHE/qemu-snapshots/$key
