@@ -422,7 +422,8 @@ poll_until_gone() {
 # at the latest when the script exits.
 _shstk_pid_alive() {
 	local stat
-	read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+	# 2>/dev/null first: it must be in place when the < fails.
+	read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
 	# "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
 	stat=${stat##*) }
 	case "${stat%% *}" in Z | X) return 1 ;; esac
