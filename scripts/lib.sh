@@ -381,6 +381,19 @@ free_port() {
 # INT would never reach vm/boot.sh's trap.
 _shstk_children=()
 
+# Whether this script started with SIGINT ignored (a background child of
+# another script).  Bash sets an INT trap there all the same, and taking it
+# off again ("trap - INT") leaves INT at its default: the next Ctrl-C then
+# kills the script outright, its own INT trap unrun and its EXIT trap cut
+# short by the parent's TERM (a restored QEMU was left running so).  Its INT
+# traps are for a script run in the foreground only: trap_int CMD (or -).
+_shstk_int_ignored=
+[ "$(trap -p INT)" != "trap -- '' SIGINT" ] || _shstk_int_ignored=1
+trap_int() {
+	# shellcheck disable=SC2064  # CMD is the trap's text, given as such
+	[ -n "$_shstk_int_ignored" ] || trap "$1" INT
+}
+
 # shellcheck disable=SC2317  # called by the traps
 _shstk_stop_children() {
 	local status=$1 p
@@ -452,7 +465,7 @@ stop_own_children() {
 # and a user may both signal; an EXIT trap cut short leaves the VM).
 exit_on_signals() {
 	trap '_shstk_signalled 143 "stopped (TERM)"' TERM
-	trap '_shstk_signalled 130 interrupted' INT
+	trap_int '_shstk_signalled 130 interrupted'
 }
 
 # shellcheck disable=SC2317  # called by the traps
@@ -470,7 +483,7 @@ start_child() {
 	# The script's own traps, put back by wait_children.
 	[ "${#_shstk_children[@]}" -gt 0 ] || _shstk_saved_traps=$(trap -p TERM INT)
 	trap '_shstk_stop_children 143' TERM
-	trap '_shstk_stop_children 130' INT
+	trap_int '_shstk_stop_children 130'
 	"$@" &
 	CHILD_PID=$!
 	_shstk_children+=("$CHILD_PID")
@@ -487,7 +500,8 @@ wait_children() {
 		[ "$st" -eq 0 ] || rc=$st
 	done
 	_shstk_children=()
-	trap - TERM INT
+	trap - TERM
+	trap_int -
 	eval "${_shstk_saved_traps:-}"
 	return "$rc"
 }
@@ -503,7 +517,8 @@ wait_child() {
 	done
 	_shstk_children=("${kept[@]}")
 	if [ "${#kept[@]}" -eq 0 ]; then
-		trap - TERM INT
+		trap - TERM
+		trap_int -
 		eval "${_shstk_saved_traps:-}"
 	fi
 	return "$st"

@@ -94,7 +94,8 @@ if [ -z "$check" ]; then
 	# gdb in the foreground owns the terminal and its Ctrl-C (which
 	# pauses the guest), as in make debug: no INT or TERM trap of ours
 	# while it runs; a TERM to this script stops the VM, then gdb.
-	trap - TERM INT
+	trap - TERM
+	trap_int -
 	trap 'stop_vm; stop_own_children' EXIT
 	replay_under_gdb "$OUT/gdb" "$SHSTK_TOP/gdb/replay.py"
 	exit 0

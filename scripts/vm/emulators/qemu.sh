@@ -341,12 +341,7 @@ qemu_snapshot_save() {
 	saver=$!
 	# Both end with this script, whatever stops it: a wait ends at a
 	# trapped TERM, and the trap makes it run the EXIT one, which bash
-	# also runs when an INT ends it.  No trap on INT: in a background
-	# child (make test's, trace.sh's) INT is ignored from the start, and
-	# a trap set and taken off again leaves it neither ignored nor
-	# trappable, so a Ctrl-C after the snapshot killed vm/boot.sh before
-	# its own cleanup stopped the restored QEMU (tests/vm_harness.py,
-	# the first run after a new snapshot).
+	# also runs when an INT ends it (no INT trap: see lib.sh trap_int).
 	trap 'kill -TERM "$pid" "$saver" 2>/dev/null; rm -rf "$tmp"' EXIT
 	trap 'exit 143' TERM
 	wait "$saver" || rc=$?
