@@ -58,10 +58,12 @@ trace=
 comm=
 rootfs=
 slow=1
+snapshot=
 words() {
 	for arg in $1; do
 		case "$arg" in
 		shstk.out=*) out=${arg#shstk.out=} ;;
+		shstk.snapshot=*) snapshot=${arg#shstk.snapshot=} ;;
 		shstk.trace=*) trace=${arg#shstk.trace=} ;;
 		shstk.trace_comm=*) comm=${arg#shstk.trace_comm=} ;;
 		shstk.rootfs=*) rootfs=${arg#shstk.rootfs=} ;;
@@ -208,10 +210,6 @@ fi
 #               words, then the archive; the host saves once the line
 #               "shstk-lab: snapshot point" is on the console, and the read
 #               waits for the restored run's host to send it.
-snapshot=
-for arg in $cmdline; do
-	case "$arg" in shstk.snapshot=*) snapshot=${arg#shstk.snapshot=} ;; esac
-done
 # payload_port NAME: the device of the virtio serial port NAME.
 payload_port() {
 	for p in /sys/class/virtio-ports/*; do

@@ -104,11 +104,13 @@ build_ours() {
 # usr/include, which only one arch can occupy at a time: install ours there
 # under a lock for the length of the selftest builds.
 build_kselftests() {
-	local names=("$@") t dir target built=$GUEST/ksft/.shstk-built made missing=
+	local names=("$@") t dir target tree made missing=
+	local stamp=$GUEST/ksft/.shstk-tree built=$GUEST/ksft/.shstk-built
+	tree="$(cat "$SRC/.shstk-series") $CC"
 	# Nothing to make when every program is there, built from this tree
-	# (the series, its local edits), compiler and kernel build: a make
-	# of the selftests costs 0.3 s each, at every run.
-	made="$(cat "$SRC/.shstk-series" "$SRC/.shstk-edits" "$KBUILD_DIR/.shstk-inputs" 2>/dev/null) $CC"
+	# (the series, the compiler), its local edits and this kernel build: a
+	# make of the selftests costs 0.3 s each, at every run.
+	made="$tree $(cat "$SRC/.shstk-edits" "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)"
 	for t in "${names[@]}"; do
 		[ -x "$GUEST/ksft/$t" ] || missing=1
 	done
@@ -127,8 +129,6 @@ build_kselftests() {
 	# The selftests' make rebuilds a program when its .c changes, not when
 	# a header the series changes does (ksft_shstk.h, clone3_selftests.h):
 	# built from another series (or compiler), they are built afresh.
-	local tree stamp=$GUEST/ksft/.shstk-tree
-	tree="$(cat "$SRC/.shstk-series") $CC"
 	if [ "$(cat "$stamp" 2>/dev/null)" != "$tree" ]; then
 		rm -rf "$GUEST/ksft"
 		mkdir -p "$GUEST/ksft"

@@ -52,11 +52,17 @@ if [ "$mode" != check ]; then
 	BIN=$BUILD/$QEMU_PROG
 	STAMP=$BUILD/shstk-$QEMU_PROG.txt
 fi
-if [ "$mode" = build ] && [ -f "$STAMP" ] && build_checked "$BIN"; then
+# A build found current (HOW, if not by the look below): said, and printed
+# as this script prints it, the binary and then what it is (its stamp).
+up_to_date() {
+	local id
 	id=$(sed -n 's/^id: //p' "$STAMP")
-	msg "QEMU up to date (checked earlier in this make test): $id ($BIN)"
+	msg "QEMU up to date$1: $id ($BIN)"
 	printf '%s\n' "$BIN" "$id"
 	exit 0
+}
+if [ "$mode" = build ] && [ -f "$STAMP" ] && build_checked "$BIN"; then
+	up_to_date " (checked earlier in this make test)"
 fi
 
 # qemu-system-riscv64 -> riscv64
@@ -172,11 +178,8 @@ edit_hash=
 inputs="qemu $QEMU_VERSION series $want edits ${edit_hash:-none} conf $conf_hash"
 INPUTS=$BUILD/.shstk-inputs-$QEMU_PROG
 if [ -x "$BIN" ] && [ "$(cat "$INPUTS" 2>/dev/null)" = "$inputs" ]; then
-	id=$(sed -n 's/^id: //p' "$STAMP")
-	msg "QEMU up to date: $id ($BIN)"
 	build_current "$BIN"
-	printf '%s\n' "$BIN" "$id"
-	exit 0
+	up_to_date ""
 fi
 rm -f "$INPUTS"
 

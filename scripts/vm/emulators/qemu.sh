@@ -248,16 +248,16 @@ qemu_machine() {
 		"") EMU_CMD+=(-chardev file,id=payload,path=/dev/null) ;;
 		*) EMU_CMD+=(-chardev "file,id=payload,path=/dev/null,input-path=$5") ;;
 		esac
+		# A snapshot's machine: its payload port, and its memory in
+		# mapped-ram form, each page at its own offset of the file and a
+		# bitmap of the pages written.  A restore reads only those,
+		# where the stream form made it handle every page of the 1 GiB
+		# one by one, zero or not: the first program 0.43-0.48 s after
+		# QEMU's start instead of 0.53-0.96 s (x86_64, by hand,
+		# alternated).  Both sides need the capability.
 		# shellcheck disable=SC2054  # commas inside QEMU option values
-		[ "$5" = none ] || EMU_CMD+=(-device virtserialport,chardev=payload,name=shstk.payload)
-		# A snapshot's memory in mapped-ram form: each page at its own
-		# offset of the file, and a bitmap of the pages written.  A
-		# restore reads only those, where the stream form made it
-		# handle every page of the 1 GiB one by one, zero or not: the
-		# first program 0.43-0.48 s after QEMU's start instead of
-		# 0.53-0.96 s (x86_64, by hand, alternated).  Both sides need
-		# the capability.
-		[ "$5" = none ] || EMU_CMD+=(-global migration.mapped-ram=on)
+		[ "$5" = none ] || EMU_CMD+=(-device virtserialport,chardev=payload,name=shstk.payload
+			-global migration.mapped-ram=on)
 	else
 		# A replay that loads a snapshot (reverse execution does) with a
 		# virtio-serial device never ends (QEMU 10.2 and 11.1, both
