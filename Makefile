@@ -42,7 +42,7 @@ help:
 	@echo "  make run [ARCH=] [PROG=]  boot the patched kernel, run the guest suite (every arch"
 	@echo "                            without ARCH), or a static PROG; results in out/<arch>/"
 	@echo "  XSAVE_SECONDS=N           x86: the suite's XSAVE state stress (20 guest s under QEMU,"
-	@echo "                            1 under Bochs, whose clock runs about 25 times slow)"
+	@echo "                            2 under Bochs, with shorter spinning rounds)"
 	@echo "  make smoke [ARCH=]        boot and prove the series is in the kernel"
 	@echo "  make test                 everything CI runs (series, unit, lint, and per arch kernel,"
 	@echo "                            smoke, run, gdb-check, trace, short fuzz; x86 also on Bochs,"

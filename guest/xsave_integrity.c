@@ -13,8 +13,9 @@
  * (XSAVES and the compacted format, where the CPU has them).  Any state
  * saved to or restored from the wrong place shows up as a mismatch.
  *
- * SHSTK_XSAVE_SECONDS (default 20) and SHSTK_XSAVE_THREADS (default 8) on
- * the kernel command line or in the environment set the run.
+ * SHSTK_XSAVE_SECONDS (default 20), SHSTK_XSAVE_THREADS (default 8) and
+ * SHSTK_XSAVE_SPIN (the spinning rounds' loop count, default 200000) on the
+ * kernel command line or in the environment set the run.
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
@@ -38,7 +39,7 @@
 
 #define MAX_THREADS	64
 #define MAX_REPORTS	10
-#define SPIN_LOOPS	200000
+#define SPIN_LOOPS	200000		/* a spinning round's default */
 #define FCW_DEFAULT	0x037f
 #define MXCSR_DEFAULT	0x1f80
 
@@ -66,6 +67,7 @@ struct worker {
 static struct worker workers[MAX_THREADS];
 static struct timespec deadline;
 static bool have_avx;
+static unsigned long spin_loops;
 static unsigned long signals;
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned int reports;
@@ -220,7 +222,7 @@ static void fill(struct round *r, unsigned int id, unsigned long n)
 	/* exceptions masked; rounding, precision and FZ vary */
 	r->in.fcw = 0x7f | pc_rc[mix(seed) % 6];
 	r->in.mxcsr = MXCSR_DEFAULT | ((n & 3) << 13) | (n & 4 ? 0x8000 : 0);
-	r->spin = n & 1 ? SPIN_LOOPS : 0;
+	r->spin = n & 1 ? spin_loops : 0;
 	r->mxcsr_default = MXCSR_DEFAULT;
 }
 
@@ -391,11 +393,18 @@ int main(void)
 		ktap_diag("SHSTK_XSAVE_THREADS=%lu: must be 1..%d", nthreads, MAX_THREADS);
 		exit(1);
 	}
+	/* 0 would make every round a yielding one */
+	spin_loops = param("SHSTK_XSAVE_SPIN", SPIN_LOOPS);
+	if (!spin_loops) {
+		ktap_diag("SHSTK_XSAVE_SPIN=0: must be at least 1");
+		exit(1);
+	}
 	have_avx = cpu_avx();
 	describe_cpu();
 	ktap_diag("%lu threads on %ld CPUs for %lu s; state: x87, SSE%s",
 		  nthreads, cpus, seconds, have_avx ? ", AVX" : " (no AVX)");
-	ktap_diag("signals from a %ld us timer", (long)tick.it_interval.tv_usec);
+	ktap_diag("signals from a %ld us timer; spinning rounds of %lu loops",
+		  (long)tick.it_interval.tv_usec, spin_loops);
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = scribble;

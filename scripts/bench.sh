@@ -165,8 +165,7 @@ S=$SHSTK_TOP/scripts
 	echo "| the same, booted cold, SHSTK_SNAPSHOT=0 (s) | $(first_output x86_64 qemu $((runs + 2))) | $(SHSTK_QEMU=stock first_output x86_64 qemu $((runs + 2))) | $(first_output x86_64 bochs "$runs") | $(first_output arm64 qemu $((runs + 2))) | $(first_output riscv64 qemu $((runs + 2))) |"
 	unset SHSTK_SNAPSHOT
 	# The suite's XSAVE state stress runs for guest seconds, 20 by default
-	# under QEMU and 1 under Bochs (its clock is slow): 1 everywhere here, so
-	# every column does the same guest work.
+	# under QEMU and 2 under Bochs: 1 everywhere here.
 	export XSAVE_SECONDS=1
 	run_cet=$(timed "$runs" "$S/run.sh" run x86_64)
 	run_bochs=$(timed "$runs" "$S/run.sh" run x86_64 bochs)
@@ -186,7 +185,8 @@ S=$SHSTK_TOP/scripts
 	echo "under Debian's with QEMU=stock, whose TCG has no CET: there the run exercises"
 	echo "the refusal paths only.  make run's figures give x86's XSAVE state"
 	echo "stress one guest second everywhere (XSAVE_SECONDS=1; by default it runs"
-	echo "20 under QEMU and 1 under Bochs, whose clock runs about 25 times slow)."
+	echo "20 under QEMU and 2 under Bochs, whose guest clock runs at about real"
+	echo "time; see docs/boot.md)."
 	echo "Every run's output is in out/bench.log."
 	echo
 	echo "## make test's time budgets"

@@ -589,14 +589,14 @@ snapshot_wanted() {
 # snapshot's), and SNAPSHOT_IWORDS, init's (shstk.* and the programs'
 # VAR=value settings, upper case), which the payload carries.  The words
 # init acts on before the snapshot point are the snapshot's: the bpftrace
-# scripts it attaches there, the command name they trace, the disk they
-# come from, and how slow the guest clock runs (guest/init.sh).
+# scripts it attaches there, the command name they trace and the disk they
+# come from (guest/init.sh).
 snapshot_words() {
 	local word
 	SNAPSHOT_KWORDS='' SNAPSHOT_IWORDS=''
 	for word in $1; do
 		case "$word" in
-		shstk.trace=* | shstk.trace_comm=* | shstk.rootfs=* | shstk.slow=*) SNAPSHOT_KWORDS+=" $word" ;;
+		shstk.trace=* | shstk.trace_comm=* | shstk.rootfs=*) SNAPSHOT_KWORDS+=" $word" ;;
 		shstk.* | [A-Z]*=*) SNAPSHOT_IWORDS+=" $word" ;;
 		*) SNAPSHOT_KWORDS+=" $word" ;;
 		esac

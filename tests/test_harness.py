@@ -98,9 +98,9 @@ class SnapshotWordsTest(unittest.TestCase):
     def test_kernel_init_and_trace_words(self):
         kwords, iwords = self.split(
             "console=ttyS0 panic=-1 shstk.out=/dev/hvc0 shstk.trace=a,b shstk.trace_comm=prog "
-            "shstk.rootfs=/dev/vda shstk.slow=25 shstk.why=no_CET SHSTK_XSAVE_SECONDS=1 nopku")
+            "shstk.rootfs=/dev/vda shstk.why=no_CET SHSTK_XSAVE_SECONDS=1 nopku")
         self.assertEqual(kwords, "console=ttyS0 panic=-1 shstk.trace=a,b shstk.trace_comm=prog "
-                                 "shstk.rootfs=/dev/vda shstk.slow=25 nopku")
+                                 "shstk.rootfs=/dev/vda nopku")
         self.assertEqual(iwords, "shstk.out=/dev/hvc0 shstk.why=no_CET SHSTK_XSAVE_SECONDS=1")
 
 
@@ -137,12 +137,18 @@ class BackendTest(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("usage: build/qemu.sh ARCH", r.stderr)
 
+    def test_bochs_build_names_its_configuration(self):
+        r = subprocess.run(["scripts/build/bochs.sh"], cwd=TOP, capture_output=True, text=True,
+                           timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("usage: scripts/build/bochs.sh run|gdbstub|all", r.stderr)
+
     def test_a_backends_functions_do_not_outlive_it(self):
         # make test sources one backend after the other in one shell: after
         # Bochs's (the project's Bochs to build), a stock QEMU has nothing
         # to build, and an arch Bochs does not emulate has no Bochs left.
         show = 'EMU_BUILD_CMD=(); emu_build_command; echo "${#EMU_BUILD_CMD[@]}"'
-        self.assertEqual(self.emu("emu_vars bochs; " + show), ["1"])
+        self.assertEqual(self.emu("emu_vars bochs; " + show), ["2"])  # bochs.sh all
         self.assertEqual(self.emu("emu_vars bochs; emu_vars qemu; " + show,
                                   {"SHSTK_QEMU": "stock"}), ["0"])
         out = self.emu("emu_vars bochs; arch_vars arm64; emu_vars qemu; "
