@@ -212,12 +212,16 @@ payload_port() {
 	done
 	return 1
 }
-# payload_unpack: the archive in /tmp/payload.cpio over this image.  From
-# a file: a pipeline of dd, head and cpio took Bochs 0.9 guest s for the
-# suite's 4.5 MB, writing the file and reading it back 0.2 s.
+# payload_unpack: the archive in /tmp/payload.cpio over this image, or the
+# run ends: it would go on with the snapshot's programs.  From a file: a
+# pipeline of dd, head and cpio took Bochs 0.9 guest s for the suite's
+# 4.5 MB, writing the file and reading it back 0.2 s.
 payload_unpack() {
-	(cd / && cpio -i -d -u </tmp/payload.cpio 2>/dev/null)
-	rm -f /tmp/payload.cpio
+	if ! (cd / && cpio -i -d -u </tmp/payload.cpio 2>/tmp/payload.err); then
+		echo "shstk-lab: the payload from $snapshot does not unpack: $(cat /tmp/payload.err)" >/dev/kmsg
+		poweroff -f
+	fi
+	rm -f /tmp/payload.cpio /tmp/payload.err
 }
 if [ -n "$snapshot" ]; then
 	# Disks and ports are probed asynchronously: the source must be there

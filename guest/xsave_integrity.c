@@ -396,7 +396,8 @@ int main(void)
 	/* 0 would make every round a yielding one */
 	spin_loops = param("SHSTK_XSAVE_SPIN", SPIN_LOOPS);
 	if (!spin_loops) {
-		ktap_diag("SHSTK_XSAVE_SPIN=0: must be at least 1");
+		ktap_diag("SHSTK_XSAVE_SPIN=%s: must be a number, at least 1",
+			  getenv("SHSTK_XSAVE_SPIN"));
 		exit(1);
 	}
 	have_avx = cpu_avx();

@@ -533,16 +533,17 @@ run_child() {
 
 # EMU_BUILD_CMD: the command that builds the project's own build of this
 # emulator (the backend's emu_build_command), empty where it has none.
+#   emu_build_cmd [gdb]   ("gdb": only what a run gdb attaches to needs)
 emu_build_cmd() {
 	EMU_BUILD_CMD=()
-	! declare -F emu_build_command >/dev/null || emu_build_command
+	! declare -F emu_build_command >/dev/null || emu_build_command "$@"
 }
 
 # That build, made now if it is missing or out of date: a paused boot waits
 # for its gdbstub for a minute only, and a timed replay must not time a
-# build.
+# build.   emu_build_now [gdb]
 emu_build_now() {
-	emu_build_cmd
+	emu_build_cmd "$@"
 	[ "${#EMU_BUILD_CMD[@]}" -eq 0 ] || "${EMU_BUILD_CMD[@]}" >/dev/null
 }
 
@@ -552,7 +553,7 @@ emu_build_now() {
 start_paused_vm() {
 	local emu=$1
 	shift
-	emu_build_now
+	emu_build_now gdb
 	VM_QMP=
 	if [ "$EMU_QMP" = yes ]; then
 		VM_QMP=$(qmp_socket "$1")

@@ -74,7 +74,7 @@ emu_steps() {
 	emu_vars "$2"
 	tag=$(basename "$EMU_OUT")
 	# The project's own emulator build (QEMU with CET and Zicfiss fixes,
-	# Bochs with its gdbstub), also a step of its own.
+	# Bochs's two builds: for gdb and for runs), also a step of its own.
 	emu_build_cmd
 	if [ "${#EMU_BUILD_CMD[@]}" -gt 0 ]; then
 		run_step "emulator-$tag" build "${EMU_BUILD_CMD[@]}"

@@ -148,7 +148,13 @@ class BackendTest(unittest.TestCase):
         # Bochs's (the project's Bochs to build), a stock QEMU has nothing
         # to build, and an arch Bochs does not emulate has no Bochs left.
         show = 'EMU_BUILD_CMD=(); emu_build_command; echo "${#EMU_BUILD_CMD[@]}"'
-        self.assertEqual(self.emu("emu_vars bochs; " + show), ["2"])  # bochs.sh all
+        self.assertEqual(self.emu("emu_vars bochs; " + show), ["2"])
+        # Both of Bochs's builds for make test's step, the gdbstub one for gdb.
+        args = 'emu_build_cmd {}; echo "${{EMU_BUILD_CMD[*]#$SHSTK_TOP/}}"'
+        self.assertEqual(self.emu("emu_vars bochs; " + args.format("")),
+                         ["scripts/build/bochs.sh", "all"])
+        self.assertEqual(self.emu("emu_vars bochs; " + args.format("gdb")),
+                         ["scripts/build/bochs.sh", "gdbstub"])
         self.assertEqual(self.emu("emu_vars bochs; emu_vars qemu; " + show,
                                   {"SHSTK_QEMU": "stock"}), ["0"])
         out = self.emu("emu_vars bochs; arch_vars arm64; emu_vars qemu; "

@@ -75,7 +75,7 @@ git_src() { git -C "$DIR/src" -c user.name=shstk-lab -c user.email=shstk-lab@loc
 # DIR/src: Debian's source with the series applied, made once for both.
 patched_source() {
 	local orig
-	cd "$DIR"
+	cd "$DIR" || die "no $DIR"
 	if ! ls bochs_*.orig.tar.* >/dev/null 2>&1; then
 		# The .dsc may be missing from a mirror; the tarballs are what we use.
 		"$SHSTK_TOP/scripts/tools/apt-local" -qq source --download-only bochs >/dev/null 2>&1 || true
@@ -84,27 +84,29 @@ patched_source() {
 	orig=$(ls bochs_*.orig.tar.*)
 	rm -rf src src-am
 	mkdir src
-	tar -xf "$orig" -C src --strip-components=1
-	cd src
+	tar -xf "$orig" -C src --strip-components=1 || die "unpacking $orig failed"
+	cd src || die "no $DIR/src"
 	git_src init -q
 	git_src add -A -f .
 	git_src commit -q -m "$orig (pristine, Debian's orig tarball)"
 	git_src tag shstk-base
 	git_am_series "$DIR/src" "$DIR/src-am" "$PATCHES" "Debian's bochs source"
-	git_src checkout -q -f --detach "$(git -C "$DIR/src-am" rev-parse HEAD)"
+	git_src checkout -q -f --detach "$(git -C "$DIR/src-am" rev-parse HEAD)" ||
+		die "checking out the patched Bochs source failed"
 	basename "$orig" | sed 's/^bochs_\(.*\)\.orig\.tar\..*/\1/' >"$DIR/.shstk-version"
 	echo "$want" >"$DIR/.shstk-src"
 }
 
 # OUT/src: a copy of the patched source, configured and built in place (its
-# configure does not build out of tree).
+# configure does not build out of tree), removed once installed (133 MB).
+# step runs this with set -e off: each command checks its own exit.
 build() {
 	local flags
 	[ "$(cat "$DIR/.shstk-src" 2>/dev/null)" = "$want" ] || patched_source
 	rm -rf "$OUT"
 	mkdir -p "$OUT/src"
-	git_src archive HEAD | tar -x -C "$OUT/src"
-	cd "$OUT/src"
+	git_src archive HEAD | tar -x -C "$OUT/src" || die "copying the patched Bochs source failed"
+	cd "$OUT/src" || die "no $OUT/src"
 	# Debian's feature set (debian/rules) without its internal debugger,
 	# and no display.  No "ips =" line in the log every second: Bochs
 	# writes it from its SIGALRM handler through stdio, and a signal that
@@ -124,6 +126,7 @@ build() {
 		die "Bochs configured without handlers chaining, the run configuration's reason to be; see $OUT/configure.log"
 	tb make -j"$(nproc)" >"$OUT/build.log" 2>&1 || die "building Bochs failed; see $OUT/build.log"
 	tb make install >>"$OUT/build.log" 2>&1 || die "installing Bochs failed; see $OUT/build.log"
+	cd "$OUT" && rm -rf "$OUT/src"
 	echo "$want" >"$OUT/.shstk-bochs"
 }
 step "building Bochs 3.0, the $CONFIG configuration (a few minutes)" build >&2

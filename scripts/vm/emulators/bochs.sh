@@ -251,10 +251,13 @@ emu_prepare() {
 }
 
 # The project's Bochs, built when it is missing or out of date: make test
-# runs this as a step of its own, a paused boot before it starts (lib.sh
-# emu_build_now), so neither waits for a build on the way.
+# runs this as a step of its own, both builds; a paused boot before it
+# starts (lib.sh emu_build_now gdb), the gdbstub one; so neither waits for
+# a build on the way.
 emu_build_command() {
-	EMU_BUILD_CMD=("$SHSTK_TOP/scripts/build/bochs.sh" all)
+	local config=all
+	[ "${1:-}" != gdb ] || config=gdbstub
+	EMU_BUILD_CMD=("$SHSTK_TOP/scripts/build/bochs.sh" "$config")
 }
 
 emu_command() {

@@ -36,11 +36,13 @@
 #                         settings for the guest programs (VAR=value) that
 #                         suit it; vm/boot.sh puts the run's own after them,
 #                         and for the same VAR the later one wins
-#   emu_build_command  (optional) sets EMU_BUILD_CMD to the command that
-#                  builds this emulator for $ARCH when it is the project's
-#                  own build (empty when there is nothing to build): make
-#                  test runs it as a step of its own, a paused boot and a
-#                  replay before they start (lib.sh emu_build_now)
+#   emu_build_command [gdb]  (optional) sets EMU_BUILD_CMD to the command
+#                  that builds this emulator for $ARCH when it is the
+#                  project's own build (empty when there is nothing to
+#                  build); "gdb": what a run gdb attaches to needs only.
+#                  make test runs it as a step of its own, a paused boot
+#                  ("gdb") and a replay before they start (lib.sh
+#                  emu_build_now)
 #   emu_prepare    (optional) makes the boot medium, once OUT is set
 #   emu_command    fills EMU_CMD (the command line) and EMU_MATCH (a string
 #                  only this run's emulator has on its command line: what
