@@ -104,6 +104,37 @@ class SnapshotWordsTest(unittest.TestCase):
         self.assertEqual(iwords, "shstk.out=/dev/hvc0 shstk.why=no_CET SHSTK_XSAVE_SECONDS=1")
 
 
+class FileSha256Test(unittest.TestCase):
+    """lib.sh file_sha256: sha256sum's answer, kept until the file changes."""
+
+    def sha(self, path):
+        r = subprocess.run(["bash", "-c", '. scripts/lib.sh; file_sha256 "$1"', "-", path],
+                           cwd=TOP, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        return r.stdout.strip()
+
+    def test_kept_and_renewed(self):
+        with tempfile.TemporaryDirectory() as d:
+            f = os.path.join(d, "image")
+            with open(f, "w") as fh:
+                fh.write("one\n")
+            want = subprocess.run(["sha256sum"], stdin=open(f), capture_output=True,
+                                  text=True).stdout.strip()
+            self.assertEqual(self.sha(f), want)
+            self.assertTrue(os.path.exists(f + ".sha256"))
+            self.assertEqual(self.sha(f), want)
+            # Same size, another mtime: worked out again.
+            with open(f, "w") as fh:
+                fh.write("two\n")
+            os.utime(f, (1, 1))
+            self.assertNotEqual(self.sha(f), want)
+            # A kept answer for another file state is not believed.
+            with open(f + ".sha256", "w") as fh:
+                fh.write("0 0 0\nbogus  -\n")
+            self.assertNotEqual(self.sha(f), "bogus  -")
+
+
 class BackendTest(unittest.TestCase):
     """What scripts/vm/emulators/*.sh declare, as make test sees them."""
 

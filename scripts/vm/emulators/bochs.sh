@@ -206,8 +206,8 @@ bochs_restore() {
 	key=$({
 		echo "$EMU_BUILD"
 		echo "$kwords"
-		sha256sum <"$KERNEL"
-		sha256sum <"$base"
+		file_sha256 "$KERNEL"
+		file_sha256 "$base"
 		bochs_snapshot_rc @SNAPSHOT@
 		[ -z "$BOCHS_ROOTFS_DISK" ] || stat -c '%s %Y' "$BOCHS_ROOTFS_DISK"
 		echo "$BOCHS_PAYLOAD_BYTES $BOCHS_PAYLOAD_MTIME"

@@ -301,8 +301,8 @@ qemu_restore() {
 	qemu_machine "$image" "$base" "$kwords" @DIR@ ""
 	key=$({
 		echo "$EMU_BUILD"
-		sha256sum <"$image"
-		sha256sum <"$base"
+		file_sha256 "$image"
+		file_sha256 "$base"
 		# The guest reads the disk before the save: the same one after.
 		[ -z "${SHSTK_ROOTFS:-}" ] || stat -c '%s %Y' "$SHSTK_ROOTFS"
 		printf '%s\n' "${EMU_CMD[@]}"
