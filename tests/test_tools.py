@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """The host-side helpers that need no VM: elfcheck, mkinitramfs, summary, the
 Bochs root filesystem disk."""
+import fcntl
 import gzip
 import io
 import os
@@ -245,6 +246,34 @@ class RootfsDiskTest(unittest.TestCase):
             self.assertIn("making the root filesystem disk image", r.stderr)
             self.assertNotEqual(os.stat(img).st_mtime_ns, mtime)
 
+
+
+class RootfsBuildLockTest(unittest.TestCase):
+    """scripts/build/rootfs.sh: a build that finds another one under way waits
+    for it and takes its result, rather than building in the same place."""
+
+    def test_waits_for_the_other_build(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = os.path.join(d, "rootfs", "x86_64")
+            os.makedirs(root)
+            with open(root + ".build-lock", "w") as held:
+                fcntl.flock(held, fcntl.LOCK_EX)
+                p = subprocess.Popen([os.path.join(TOP, "scripts/build/rootfs.sh"), "x86_64"], cwd=TOP,
+                                     env={**os.environ, "SHSTK_CACHE": d}, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+                try:
+                    with self.assertRaises(subprocess.TimeoutExpired):
+                        p.wait(timeout=1)
+                    # The other build ends: its stamp, then its lock.
+                    with open(os.path.join(root, ".shstk-rootfs"), "w") as f:
+                        f.write("bpftrace\n")
+                finally:
+                    fcntl.flock(held, fcntl.LOCK_UN)
+                out, err = p.communicate(timeout=30)
+            self.assertEqual(p.returncode, 0, err)
+            self.assertIn("waiting for another build", err)
+            self.assertNotIn("debootstrap", err)
+            self.assertEqual(out.strip(), root)
 
 if __name__ == "__main__":
     unittest.main()

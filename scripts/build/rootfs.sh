@@ -29,7 +29,23 @@ result() {
 		echo "$ROOTFS"
 	fi
 }
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$PKGS" ]; then
+built() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$PKGS" ]; }
+if built; then
+	result "$@"
+	exit 0
+fi
+# One build at a time, and a build that waited finds the other's result:
+# on a fresh cache make test's two x86 lanes (QEMU's and Bochs's trace
+# steps) ask for it at the same moment, and two debootstraps in one
+# $ROOTFS.new removed each other's files (the first cold CI run of all the
+# steps failed so, 2026-12-06).
+mkdir -p "${ROOTFS%/*}"
+exec {build_lock}>"$ROOTFS.build-lock"
+if ! flock -n "$build_lock"; then
+	msg "waiting for another build of the $ARCH root filesystem"
+	flock "$build_lock"
+fi
+if built; then
 	result "$@"
 	exit 0
 fi
