@@ -135,6 +135,41 @@ class FileSha256Test(unittest.TestCase):
             self.assertNotEqual(self.sha(f), "bogus  -")
 
 
+class SnapshotBaseTest(unittest.TestCase):
+    """lib.sh snapshot_base: the base guest.sh made with the image, while it is
+    still the one there; otherwise guest.sh is asked (here a stand-in)."""
+
+    def base(self, initrd, top):
+        # SHSTK_TOP names a stand-in tree whose build/guest.sh says it ran.
+        r = subprocess.run(["bash", "-c", '. scripts/lib.sh; SHSTK_TOP=$2; ARCH=x86_64; snapshot_base "$1"',
+                            "-", initrd, top], cwd=TOP, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.strip()
+
+    def test_recorded_base_or_guest_sh(self):
+        with tempfile.TemporaryDirectory() as d:
+            top = os.path.join(d, "top")
+            os.makedirs(os.path.join(top, "scripts", "build"))
+            stand_in = os.path.join(top, "scripts", "build", "guest.sh")
+            with open(stand_in, "w") as f:
+                f.write("#!/bin/sh\necho \"guest.sh $*\"\n")
+            os.chmod(stand_in, 0o755)
+            initrd = os.path.join(d, "run.cpio.gz")
+            base = os.path.join(d, "snapshot-base.cpio.gz")
+            for path, text in ((initrd, "run"), (base, "base"), (base + ".key", "k1\n"),
+                               (initrd + ".snapshot-base", "k1\n")):
+                with open(path, "w") as f:
+                    f.write(text)
+            self.assertEqual(self.base(initrd, top), base)
+            # Another build replaced the base since: made (asked) again.
+            with open(base + ".key", "w") as f:
+                f.write("k2\n")
+            self.assertEqual(self.base(initrd, top), "guest.sh x86_64 --snapshot-base")
+            # An image guest.sh did not make: no record beside it.
+            os.unlink(initrd + ".snapshot-base")
+            self.assertEqual(self.base(initrd, top), "guest.sh x86_64 --snapshot-base")
+
+
 class BackendTest(unittest.TestCase):
     """What scripts/vm/emulators/*.sh declare, as make test sees them."""
 

@@ -128,6 +128,24 @@ class MkinitramfsTest(unittest.TestCase):
             self.assertIn(b"two", second)
             self.assertNotIn(b"one", second)
 
+    def test_several_images_in_one_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            args = []
+            for n in ("a", "b"):
+                spec = os.path.join(d, f"{n}.list")
+                with open(spec, "w") as f:
+                    f.write(f"dir /{n} 0755 0 0\n")
+                args += [spec, os.path.join(d, f"{n}.cpio.gz")]
+            mk = [sys.executable, os.path.join(TOP, "scripts/build/mkinitramfs.py")]
+            subprocess.run(mk + args, check=True)
+            for n in ("a", "b"):
+                with open(os.path.join(d, f"{n}.cpio.gz"), "rb") as f:
+                    self.assertIn(f"{n}\0".encode(), gzip.decompress(f.read()))
+            # A list without its output is refused, whole.
+            r = subprocess.run(mk + args[:3], capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("usage", r.stderr)
+
     def test_bad_line_is_an_error(self):
         with tempfile.TemporaryDirectory() as d:
             spec = os.path.join(d, "list")

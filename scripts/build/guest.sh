@@ -10,11 +10,15 @@
 #   scripts/build/guest.sh ARCH --prog FILE    one user program instead
 #   scripts/build/guest.sh ARCH --snapshot-base  no program: init, busybox
 #                                              and guest/snapshot_point.c,
-#                                              the image a Bochs snapshot
-#                                              boots (vm/emulators/bochs.sh)
+#                                              the image a post-boot
+#                                              snapshot boots (lib.sh
+#                                              snapshot_base)
 #
 # Prints the path of the image it built, SUITE.cpio.gz; beside it, SUITE.tests
-# is the list of what its init runs ("name path timeout", in order).
+# is the list of what its init runs ("name path timeout", in order).  Every
+# image is made together with the snapshot base, whose key (mkinitramfs.py's)
+# goes beside the image in SUITE.cpio.gz.snapshot-base: a restored run then
+# knows the base that goes with its image without running this script again.
 set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -178,8 +182,13 @@ busybox() {
 list=$GUEST/$suite.list
 tests=$GUEST/$suite.tests
 image=$GUEST/$suite.cpio.gz
+base_list=$GUEST/snapshot-base.list
+base_image=$GUEST/snapshot-base.cpio.gz
 : >"$tests"
+: >"$GUEST/snapshot-base.tests"
 busybox
+# What every image has: busybox, init and what init needs from the arch
+# table.  (The bpftrace scripts and the list of tests come last, below.)
 {
 	for d in /bin /sbin /dev /proc /sys /tmp /run /tests /usr /usr/bin /usr/sbin; do
 		echo "dir $d 0755 0 0"
@@ -188,19 +197,22 @@ busybox
 	echo "file /bin/busybox $BUSYBOX 0755 0 0"
 	echo "file /init $SHSTK_TOP/guest/init.sh 0755 0 0"
 	echo "file /tests/arch.env $GUEST/arch.env 0644 0 0"
-} >"$list"
-# What the guest's init needs from the arch table.
+} >"$base_list"
 printf 'SHSTK_CPUINFO_FIELD=%s\nSHSTK_CPUINFO_FLAG=%s\n' \
 	"$(arch_fact "$ARCH" cpuinfo_field)" "$(arch_fact "$ARCH" cpuinfo_flag)" >"$GUEST/arch.env"
+[ -n "$base" ] || cp "$base_list" "$list"
+# The snapshot base: no program, but the one that tells the host init is at
+# its snapshot point.  A run's own image comes later, unpacked over it by
+# init.
+build_ours snapshot_point snapshot_point.c
+echo "file /bin/snapshot_point $GUEST/bin/snapshot_point 0755 0 0" >>"$base_list"
 
 if [ -n "$prog" ]; then
 	echo "dir /tests/user 0755 0 0" >>"$list"
 	echo "file /tests/user/$(basename "$prog") $prog 0755 0 0" >>"$list"
 	echo "user /tests/user/$(basename "$prog") ${SHSTK_PROG_TIMEOUT:-600}" >>"$tests"
 elif [ -n "$base" ]; then
-	# The run's own image comes later, unpacked over this one by init.
-	build_ours snapshot_point snapshot_point.c
-	echo "file /bin/snapshot_point $GUEST/bin/snapshot_point 0755 0 0" >>"$list"
+	:
 else
 	ksft=()
 	while read -r name timeout src; do
@@ -235,22 +247,33 @@ else
 fi
 # The bpftrace scripts, each with its arch part (NAME.ARCH.bt) appended: a
 # script with parts for other arches and none for this one would attach to
-# nothing here, so that stops the build.
-echo "dir /trace 0755 0 0" >>"$list"
+# nothing here, so that stops the build.  Every image has them: init
+# attaches them before the snapshot point.
+# (Not trace.list: that is the trace suite's list.)
+trace=$GUEST/trace.entries
+echo "dir /trace 0755 0 0" >"$trace"
 mkdir -p "$GUEST/trace"
 arches=" $(arch_names --all | paste -sd' ') "
 for bt in "$SHSTK_TOP"/trace/*.bt; do
 	part=${bt%.bt}
 	[[ $arches != *" ${part##*.} "* ]] || continue
-	name=$(basename "$bt")
+	name=${bt##*/}
 	cat "$bt" >"$GUEST/trace/$name"
 	if [ -f "$part.$ARCH.bt" ]; then
 		cat "$part.$ARCH.bt" >>"$GUEST/trace/$name"
 	elif compgen -G "$part.*.bt" >/dev/null; then
 		die "trace/$name has arch parts, but none for $ARCH (trace/${name%.bt}.$ARCH.bt)"
 	fi
-	echo "file /trace/$name $GUEST/trace/$name 0644 0 0" >>"$list"
+	echo "file /trace/$name $GUEST/trace/$name 0644 0 0" >>"$trace"
 done
-echo "file /tests/list $tests 0644 0 0" >>"$list"
-py "$SHSTK_TOP/scripts/build/mkinitramfs.py" "$list" "$image"
+cat "$trace" >>"$base_list"
+echo "file /tests/list $GUEST/snapshot-base.tests 0644 0 0" >>"$base_list"
+if [ -n "$base" ]; then
+	py "$SHSTK_TOP/scripts/build/mkinitramfs.py" "$base_list" "$base_image"
+else
+	cat "$trace" >>"$list"
+	echo "file /tests/list $tests 0644 0 0" >>"$list"
+	py "$SHSTK_TOP/scripts/build/mkinitramfs.py" "$base_list" "$base_image" "$list" "$image"
+	cp "$base_image.key" "$image.snapshot-base"
+fi
 echo "$image"

@@ -58,7 +58,7 @@ echo >>"$OUT/emulator.cmd"
 # second, so a program's "running" line came up to a second late.
 exec {msg_fd}>&2
 follow() {
-	tail -s 0.05 -n +1 -F --pid=$$ "$OUT/guest.out" 2>/dev/null | while read -r line; do
+	tail -s 0.02 -n +1 -F --pid=$$ "$OUT/guest.out" 2>/dev/null | while read -r line; do
 		line=${line%$'\r'}	# a serial line ends in CR LF
 		case "$line" in
 		"SHSTK-LAB BEGIN "*)
@@ -74,6 +74,7 @@ follow() {
 follow 2>/dev/null &
 follower=$!
 emu_pid=
+emu_ended=
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
 	# The follower first (its tail would run until this script ends).
@@ -92,10 +93,14 @@ cleanup() {
 		poll_until_gone 2 _shstk_pid_alive "$emu_pid" || true
 		kill -KILL "$emu_pid" 2>/dev/null || true
 	fi
-	# Whatever a signal did to the wrappers, no emulator of this run (the
-	# backend's EMU_MATCH: a file under $OUT on its command line) outlives
-	# the script.
-	for _ in $(seq 10); do
+	# An emulator whose end was seen (timeout's status, not a signal's)
+	# left nothing: timeout waits for it.  Otherwise, whatever a signal
+	# did to the wrappers, no emulator of this run (the backend's
+	# EMU_MATCH: a file under $OUT on its command line) outlives the
+	# script.  (Before, every run ended with at least two scans of every
+	# process's command line.)
+	[ -z "$emu_ended" ] || return 0
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		pgrep -f -- "$EMU_MATCH" >/dev/null || break
 		pkill -f -- "$EMU_MATCH" 2>/dev/null || true
 		sleep 0.2
@@ -121,6 +126,7 @@ klog_lines=$(dmesg 2>/dev/null | wc -l) || klog_lines=
 emu_pid=$!
 wait "$emu_pid" || rc=$?
 emu_pid=
+[ "$rc" -gt 128 ] || emu_ended=1
 # Died of a signal (timeout's own expiry is 124): what the host kernel said
 # about it (program, address, library) goes to the end of emulator.log,
 # which checks/report.py shows with the failure.
@@ -130,7 +136,7 @@ if [ "$rc" -gt 128 ] && [ -n "$klog_lines" ]; then
 		tail -n 5 | tee -a "$OUT/emulator.log" >&2 || true
 fi
 t1=$EPOCHREALTIME
-sleep 0.1	# let the follower (polling every 0.05 s) print the last lines
+sleep 0.05	# let the follower (polling every 0.02 s) print the last lines
 first=null
 [ ! -s "$OUT/first-output" ] || first=$(awk -v a="$t0" -v b="$(cat "$OUT/first-output")" 'BEGIN { printf "%.2f", b - a }')
 # The outcome in the emulator's own terms made plain: "poweroff_exit" is

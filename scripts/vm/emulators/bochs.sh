@@ -201,7 +201,7 @@ bochs_restore() {
 	dev=/dev/sda
 	[ -z "$BOCHS_ROOTFS_DISK" ] || dev=/dev/sdb
 	kwords="$SNAPSHOT_KWORDS shstk.snapshot=$dev"
-	base=$("$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" --snapshot-base) ||
+	base=$(snapshot_base "$INITRD") ||
 		die "building the guest image for the Bochs snapshot failed"
 	key=$({
 		echo "$EMU_BUILD"

@@ -132,7 +132,7 @@ emu_declare() {
 	EMU_RECORD_REPLAY=yes
 	EMU_NO_REVERSE_WHY=
 	if [ "$QEMU_VARIANT" = patched ]; then
-		EMU_NO_REVERSE_WHY=$(arch_fact "$ARCH" qemu_patched_reverse) || exit 1
+		arch_set EMU_NO_REVERSE_WHY qemu_patched_reverse
 		[ "$EMU_NO_REVERSE_WHY" != yes ] || EMU_NO_REVERSE_WHY=
 	fi
 	EMU_QMP=yes
@@ -144,7 +144,7 @@ emu_declare() {
 	EMU_ROOTFS_DEV=/dev/vda
 	EMU_CMDLINE=
 	# The arch's register, from config/arches.ini; x86's stock QEMU has none.
-	EMU_SSP_REGISTER=$(arch_fact "$ARCH" ssp_register)
+	arch_set EMU_SSP_REGISTER ssp_register
 	EMU_NO_SHSTK_WHY=
 	EMU_XSTATE_FORMAT=
 	if [ "$ARCH" = x86_64 ]; then
@@ -165,20 +165,22 @@ emu_declare() {
 # boot image (KERNEL) in its build directory.  On x86 that is vmlinux
 # itself, entered through PVH: SeaBIOS still runs, but not the real-mode
 # setup or the decompressor, which took most of a boot under TCG.
+#   qemu_kernel VAR
+# shellcheck disable=SC2153  # KIMAGE and QEMU_KIMAGE: set by arch_vars
 qemu_kernel() {
-	local image=$KERNEL
+	local kimage=$KERNEL
 	if [ "$QEMU_KIMAGE" != "$KIMAGE" ]; then
 		[ "${KERNEL%"/$KIMAGE"}" != "$KERNEL" ] ||
 			die "kernel image $KERNEL is not a build directory's $KIMAGE"
-		image=${KERNEL%"/$KIMAGE"}/$QEMU_KIMAGE
+		kimage=${KERNEL%"/$KIMAGE"}/$QEMU_KIMAGE
 	fi
-	[ -f "$image" ] || die "no $image (make kernel ARCH=$ARCH)"
-	echo "$image"
+	[ -f "$kimage" ] || die "no $kimage (make kernel ARCH=$ARCH)"
+	printf -v "$1" '%s' "$kimage"
 }
 
 emu_command() {
 	local image replay_append replay_options
-	image=$(qemu_kernel) || exit 1
+	qemu_kernel image
 	if [ -n "${SHSTK_RR_MODE:-}" ]; then
 		# The recording and its replays boot the same command line.
 		replay_append=$(arch_fact "$ARCH" qemu_replay_append) || exit 1
@@ -222,15 +224,17 @@ qemu_gdb() {
 # that sends nothing (the boot a snapshot is saved from), else the file it
 # sends (a restored run's payload).
 qemu_machine() {
-	local virtio
+	local virtio machine cpu
 	# virtio devices: "-pci" on a PCI machine, "-device" on virtio-mmio.
-	case "$(arch_fact "$ARCH" virtio)" in
-	pci) virtio=pci ;;
+	arch_set virtio virtio
+	case "$virtio" in
+	pci) ;;
 	mmio) virtio=device ;;
 	*) die "config/arches.ini: virtio for $ARCH must be pci or mmio" ;;
 	esac
-	EMU_CMD=("${QEMU_BIN[@]}" -M "$(arch_fact "$ARCH" qemu_machine)" -cpu "$(arch_fact "$ARCH" qemu_cpu)"
-		-smp "$EMU_SMP" -m 1G)
+	arch_set machine qemu_machine
+	arch_set cpu qemu_cpu
+	EMU_CMD=("${QEMU_BIN[@]}" -M "$machine" -cpu "$cpu" -smp "$EMU_SMP" -m 1G)
 	# shellcheck disable=SC2054  # commas inside QEMU option values
 	EMU_CMD+=(-kernel "$1" -initrd "$2" -append "$3"
 		-nodefaults -display none -monitor none -no-reboot)
@@ -285,7 +289,7 @@ qemu_machine() {
 }
 
 # A run restored from the post-boot snapshot of the snapshot's guest image
-# (guest.sh --snapshot-base) on this kernel, QEMU and machine: made once
+# (lib.sh snapshot_base) on this kernel, QEMU and machine: made once
 # and kept in the cache under the hash of all of those (the bpftrace root
 # filesystem or not: two snapshots, as a device cannot be added at a
 # restore).  The machine is the same at the restore, but for the files of
@@ -296,7 +300,7 @@ qemu_restore() {
 	local image=$1 kwords base key dir cpio
 	snapshot_words "$KERNEL_CMDLINE"
 	kwords="$SNAPSHOT_KWORDS shstk.snapshot=port:shstk.payload"
-	base=$("$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" --snapshot-base) ||
+	base=$(snapshot_base "$INITRD") ||
 		die "building the guest image for the QEMU snapshot failed"
 	qemu_machine "$image" "$base" "$kwords" @DIR@ ""
 	key=$({
@@ -306,9 +310,10 @@ qemu_restore() {
 		# The guest reads the disk before the save: the same one after.
 		[ -z "${SHSTK_ROOTFS:-}" ] || stat -c '%s %Y' "$SHSTK_ROOTFS"
 		printf '%s\n' "${EMU_CMD[@]}"
-	} | sha256sum | cut -c1-16)
+	} | sha256sum)
+	key=${key:0:16}
 	dir=$SHSTK_CACHE/qemu-snapshots/$key
-	mkdir -p "${dir%/*}"
+	[ -d "${dir%/*}" ] || mkdir -p "${dir%/*}"
 	# Each is the guest's memory once booted, some 50 MB.
 	snapshot_make "$dir" QEMU snapshot console.log qemu_snapshot_save "$image" "$base" "$kwords"
 	touch "$dir"	# in use: see snapshot_prune
@@ -388,12 +393,15 @@ rr_snapshots() {
 # default the arch's qemu_default (config/arches.ini), always stock for an
 # arch without a project build (qemu_from_source); dies on anything else.
 qemu_variant() {
-	QEMU_VARIANT=${SHSTK_QEMU:-$(arch_fact "$ARCH" qemu_default)}
+	local from_source
+	arch_set QEMU_VARIANT qemu_default
+	QEMU_VARIANT=${SHSTK_QEMU:-$QEMU_VARIANT}
 	case "$QEMU_VARIANT" in
 	patched | stock) ;;
 	*) die "SHSTK_QEMU (make QEMU=) must be patched or stock (is '$SHSTK_QEMU')" ;;
 	esac
-	[ "$(arch_fact "$ARCH" qemu_from_source)" = yes ] || QEMU_VARIANT=stock
+	arch_set from_source qemu_from_source
+	[ "$from_source" = yes ] || QEMU_VARIANT=stock
 }
 
 # shellcheck disable=SC2034  # read by scripts/test.sh
@@ -407,9 +415,12 @@ emu_build_command() {
 # The version of the toolbox's QEMU binary PROG, asked once per toolbox (its
 # stamp) and toolbox setting, not at every boot: through tb it cost 0.3 s.
 stock_qemu_version() {
-	local prog=$1 cache=$SHSTK_CACHE/qemu/stock-$1.version key v
-	key="$(cat "$SHSTK_TOOLBOX_STAMP" 2>/dev/null || true) SHSTK_TOOLBOX=${SHSTK_TOOLBOX:-auto}"
-	if [ "$(head -n1 "$cache" 2>/dev/null)" != "$key" ]; then
+	local prog=$1 cache=$SHSTK_CACHE/qemu/stock-$1.version stamp='' key have='' v=''
+	# Read with the shell's own read: three processes less at every boot.
+	read -r stamp 2>/dev/null <"$SHSTK_TOOLBOX_STAMP" || true
+	key="$stamp SHSTK_TOOLBOX=${SHSTK_TOOLBOX:-auto}"
+	{ read -r have && read -r v; } 2>/dev/null <"$cache" || true
+	if [ "$have" != "$key" ] || [ -z "$v" ]; then
 		mkdir -p "${cache%/*}"
 		v=$(tb "$prog" --version | sed -n '1s/.*version //p') || v=
 		# Not kept when the binary did not answer: asked again next time.
@@ -417,14 +428,14 @@ stock_qemu_version() {
 		printf '%s\n%s\n' "$key" "$v" >"$cache.$$"
 		mv "$cache.$$" "$cache"
 	fi
-	sed -n 2p "$cache"
+	echo "$v"
 }
 
 # Which QEMU: sets QEMU_BIN (the binary and its firmware options) and
 # EMU_BUILD (what the binary is, for the run's record, vm.json), and says it.
 qemu_select() {
 	local bin built prog
-	prog=$(arch_fact "$ARCH" qemu)
+	arch_set prog qemu
 	case "$QEMU_VARIANT" in
 	stock)
 		QEMU_BIN=("$prog")
