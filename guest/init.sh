@@ -78,6 +78,16 @@ words "$cmdline"
 
 say() { echo "shstk-lab: $*" >/dev/console; }
 emit() { echo "$*" >>"$out"; }
+# wait_for CMD...: CMD until it succeeds, ten times a second for up to ten
+# seconds: disks and ports are probed asynchronously.
+wait_for() {
+	local i=0
+	until "$@"; do
+		[ "$i" -lt 100 ] || return 1
+		i=$((i + 1))
+		sleep 0.1
+	done
+}
 
 # bpftrace lives in a Debian root filesystem, read-only: an ext4 disk, the
 # device shstk.rootfs= names.  It runs chrooted there, with the kernel's
@@ -91,12 +101,7 @@ mount_rootfs() {
 		return 1
 		;;
 	esac
-	# The disk is probed asynchronously: give it a few seconds.
-	i=0
-	while [ ! -b "$rootfs" ] && [ "$i" -lt 100 ]; do
-		i=$((i + 1))
-		sleep 0.1
-	done
+	wait_for test -b "$rootfs"
 	mount -t ext4 -o ro "$rootfs" /rootfs
 }
 
@@ -205,47 +210,45 @@ fi
 #               words, then the archive; the host saves once the line
 #               "shstk-lab: snapshot point" is on the console, and the read
 #               waits for the restored run's host to send it.
-# payload_port NAME: the device of the virtio serial port NAME.
-payload_port() {
-	for p in /sys/class/virtio-ports/*; do
-		[ "$(cat "$p/name" 2>/dev/null)" != "$1" ] || { echo "/dev/${p##*/}"; return 0; }
-	done
-	return 1
+# payload_source: src=, the device the payload comes from, once it is
+# there (a virtio serial port: the one of that name).
+payload_source() {
+	case "$snapshot" in
+	port:*)
+		for p in /sys/class/virtio-ports/*; do
+			[ "$(cat "$p/name" 2>/dev/null)" != "${snapshot#port:}" ] || { src=/dev/${p##*/}; return 0; }
+		done
+		return 1
+		;;
+	*) [ -b "$snapshot" ] && src=$snapshot ;;
+	esac
 }
-# payload_unpack: the archive in /tmp/payload.cpio over this image, or the
-# run ends: it would go on with the snapshot's programs.  From a file: a
-# pipeline of dd, head and cpio took Bochs 0.9 guest s for the suite's
-# 4.5 MB, writing the file and reading it back 0.2 s.
+# payload_unpack: the archive on stdin over this image, or the run ends: it
+# would go on with the snapshot's programs.  One process, cpio, and nothing
+# left to remove: each process after a restore costs a QEMU run some 10 ms
+# (the restored guest's code is translated afresh).
 payload_unpack() {
-	if ! (cd / && cpio -i -d -u </tmp/payload.cpio 2>/tmp/payload.err); then
+	cd / || return
+	if ! cpio -i -d -u 2>/tmp/payload.err; then
 		echo "shstk-lab: the payload from $snapshot does not unpack: $(cat /tmp/payload.err)" >/dev/kmsg
 		poweroff -f
 	fi
-	rm -f /tmp/payload.cpio /tmp/payload.err
 }
 if [ -n "$snapshot" ]; then
-	# Disks and ports are probed asynchronously: the source must be there
-	# before the save.
-	i=0
+	# The source must be there before the save.
 	src=
-	while [ "$i" -lt 100 ]; do
-		case "$snapshot" in
-		port:*) src=$(payload_port "${snapshot#port:}") && break ;;
-		*) [ ! -b "$snapshot" ] || { src=$snapshot; break; } ;;
-		esac
-		i=$((i + 1))
-		sleep 0.1
-	done
+	wait_for payload_source
 	echo "shstk-lab: snapshot point" >/dev/console
 	/bin/snapshot_point /dev/console
 	magic=
 	case "$snapshot" in
 	port:*)
 		# read takes a byte at a time from a device that cannot seek:
-		# the archive is left whole for head.
+		# the archive is left whole for cpio, which reads it up to its
+		# trailer and no further.
 		[ -z "$src" ] || {
 			read -r magic bytes && read -r cmdline &&
-				[ "$magic" = shstk-payload ] && head -c "$bytes" >/tmp/payload.cpio
+				[ "$magic" = shstk-payload ] && payload_unpack
 		} <"$src"
 		;;
 	*)
@@ -254,11 +257,15 @@ if [ -n "$snapshot" ]; then
 		dd if="$snapshot" of=/tmp/payload.head iflag=direct bs=4096 count=1 2>/dev/null
 		{ read -r magic bytes; read -r cmdline; } </tmp/payload.head
 		# In 1 MiB requests: each costs the emulated disk an interrupt and
-		# the guest a command (1.4 MB in 4 KiB requests took 3.8 s).  The
-		# disk's zeros after the archive's trailer are not cpio's concern.
-		[ "$magic" != shstk-payload ] ||
+		# the guest a command (1.4 MB in 4 KiB requests took 3.8 s), into
+		# a file: a pipeline of dd and cpio took Bochs 0.9 guest s for the
+		# suite's 4.5 MB, the file and cpio reading it 0.2 s.  The disk's
+		# zeros after the archive's trailer are not cpio's concern.
+		if [ "$magic" = shstk-payload ]; then
 			dd if="$snapshot" of=/tmp/payload.cpio iflag=direct,skip_bytes bs=1048576 \
 				skip=4096 count=$(((bytes + 1048575) / 1048576)) 2>/dev/null
+			payload_unpack </tmp/payload.cpio
+		fi
 		;;
 	esac
 	if [ "$magic" != shstk-payload ]; then
@@ -267,7 +274,6 @@ if [ -n "$snapshot" ]; then
 		echo "shstk-lab: no payload from $snapshot after the restore" >/dev/kmsg
 		poweroff -f
 	fi
-	payload_unpack
 	words "$cmdline"
 	# What the kernel hands init as its environment: NAME=value words.
 	for arg in $cmdline; do
