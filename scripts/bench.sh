@@ -43,13 +43,9 @@ ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx\n", a / b; else print "n/a" }'
 }
 
-# Seconds since T0 to two places: lib.sh's elapsed gives one, too coarse
-# for a restored boot of under a second (0.9 and 0.95 s made 12.0x and
-# 11.4x of virtme-ng's 10.8 s).
-elapsed2() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f\n", b - a }'; }
-
 # Wall time in seconds of a command run $1 times: the median, or "failed"
-# (its output is in bench.log) if any run fails.
+# (its output is in bench.log) if any run fails.  To two places: to one, a
+# restored boot's 0.9 and 0.95 s made 12.0x and 11.4x of virtme-ng's 10.8 s.
 timed() {
 	local n=$1 i t0
 	shift
@@ -57,7 +53,7 @@ timed() {
 	for ((i = 0; i < n; i++)); do
 		t0=$EPOCHREALTIME
 		"$@" >>"$log" 2>&1 || { echo failed; return 0; }
-		elapsed2 "$t0"
+		elapsed "$t0" 2
 	done | median
 }
 
@@ -130,7 +126,7 @@ vng_ratio() {
 			</dev/null >"$SHSTK_OUT/vng.out" 2>&1 || true
 		cat "$SHSTK_OUT/vng.out" >>"$log"
 		grep -q '^# totals: pass:[1-9][0-9]* fail:0' "$SHSTK_OUT/vng.out" || { echo failed; break; }
-		elapsed2 "$t0"
+		elapsed "$t0" 2
 	done | median)
 	case "$ours $restored $theirs" in
 	*failed*) echo "shstk-lab $ours s (restored $restored s), virtme-ng $theirs s (see $log) | - | - | - | - |" ;;

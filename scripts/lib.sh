@@ -64,9 +64,10 @@ step() {
 	msg "$what: done in $(($(date +%s) - t0)) s"
 }
 
-# Seconds since T0 (an $EPOCHREALTIME), with one decimal: "took 3.2".
-#   elapsed T0
-elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }'; }
+# Seconds since T0 (an $EPOCHREALTIME), with one decimal ("took 3.2"), or
+# PLACES of them.
+#   elapsed T0 [PLACES]
+elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" -v p="${2:-1}" 'BEGIN { printf "%." p "f\n", b - a }'; }
 
 # The patch names a series file lists, in order (comments and blank lines
 # dropped).   series_list FILE
@@ -192,12 +193,12 @@ SHSTK_HOST_CXX=g++-14
 # The supported architectures of the table, in its order; with --all, also
 # the ones in progress (status: usable with ARCH= only).
 arch_names() {
-	local a
+	local a status
 	[ -r "$SHSTK_ARCH_TABLE" ] || die "$SHSTK_ARCH_TABLE is missing"
-	sed -n 's/^\[\([a-z0-9_]*\)\]$/\1/p' "$SHSTK_ARCH_TABLE" | while read -r a; do
-		if [ "${1:-}" = --all ] || [ "$(arch_fact "$a" status)" = supported ]; then
-			echo "$a"
-		fi
+	[ "$SHSTK_FACTS_FROM" = "$SHSTK_ARCH_TABLE" ] || load_arch_facts
+	for a in ${SHSTK_FACTS[" arches"]}; do
+		[ "${1:-}" = --all ] || { arch_fact_to status "$a" status && [ "$status" = supported ]; } || continue
+		echo "$a"
 	done
 }
 
@@ -251,9 +252,9 @@ load_arch_facts
 # One fact about an architecture from the table; dies if the table lacks it.
 #   arch_fact ARCH KEY
 arch_fact() {
-	[ "$SHSTK_FACTS_FROM" = "$SHSTK_ARCH_TABLE" ] || load_arch_facts
-	[ -n "${SHSTK_FACTS["$1 $2"]+set}" ] || die "config/arches.ini has no $2 for $1"
-	echo "${SHSTK_FACTS["$1 $2"]}"
+	local fact
+	arch_fact_to fact "$1" "$2"
+	echo "$fact"
 }
 
 # VAR=the fact KEY about ARCH, in this shell: no $(...) subshell (a process

@@ -183,9 +183,10 @@ list=$GUEST/$suite.list
 tests=$GUEST/$suite.tests
 image=$GUEST/$suite.cpio.gz
 base_list=$GUEST/snapshot-base.list
+base_tests=$GUEST/snapshot-base.tests
 base_image=$GUEST/snapshot-base.cpio.gz
 : >"$tests"
-: >"$GUEST/snapshot-base.tests"
+: >"$base_tests"
 busybox
 # What every image has: busybox, init and what init needs from the arch
 # table.  (The bpftrace scripts and the list of tests come last, below.)
@@ -211,9 +212,7 @@ if [ -n "$prog" ]; then
 	echo "dir /tests/user 0755 0 0" >>"$list"
 	echo "file /tests/user/$(basename "$prog") $prog 0755 0 0" >>"$list"
 	echo "user /tests/user/$(basename "$prog") ${SHSTK_PROG_TIMEOUT:-600}" >>"$tests"
-elif [ -n "$base" ]; then
-	:
-else
+elif [ -z "$base" ]; then
 	ksft=()
 	while read -r name timeout src; do
 		case "$src" in
@@ -267,7 +266,7 @@ for bt in "$SHSTK_TOP"/trace/*.bt; do
 	echo "file /trace/$name $GUEST/trace/$name 0644 0 0" >>"$trace"
 done
 cat "$trace" >>"$base_list"
-echo "file /tests/list $GUEST/snapshot-base.tests 0644 0 0" >>"$base_list"
+echo "file /tests/list $base_tests 0644 0 0" >>"$base_list"
 if [ -n "$base" ]; then
 	py "$SHSTK_TOP/scripts/build/mkinitramfs.py" "$base_list" "$base_image"
 else
