@@ -27,6 +27,15 @@ if [ -z "$headers_only" ] && [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && build_checked "
 	msg "$ARCH kernel up to date (checked earlier in this make test): $KBUILD_DIR"
 	exit 0
 fi
+# One build of a tree at a time: make test builds ahead of its steps
+# (scripts/build/ahead.sh), and a step that wants the same kernel waits for
+# that build and then finds it current.
+mkdir -p "$KBUILD_DIR"
+exec {build_lock}>"$KBUILD_DIR/.shstk-build.lock"
+if ! flock -n "$build_lock"; then
+	msg "waiting for another build of the $ARCH kernel in $KBUILD_DIR"
+	flock "$build_lock"
+fi
 "$SHSTK_TOP/scripts/build/kernel-source.sh"
 SRC=$SHSTK_SRC
 CONF=$SHSTK_TOP/config/kernel
@@ -36,8 +45,6 @@ if [ -n "${SHSTK_KCONFIG_VARIANT:-}" ]; then
 		die "no config fragment config/kernel/$SHSTK_KCONFIG_VARIANT.config"
 	frags+=("$CONF/$SHSTK_KCONFIG_VARIANT.config")
 fi
-
-mkdir -p "$KBUILD_DIR"
 
 # Every option a fragment asks for must survive olddefconfig: report the ones
 # a dependency dropped instead of building a kernel without them.
