@@ -438,9 +438,6 @@ _shstk_stop_children() {
 		[ -z "${seen[$p]:-}" ] || continue
 		seen[$p]=1
 		kill -TERM "$p" 2>/dev/null || true
-		# A stopped child (make test's builds ahead, stopped for a
-		# step that needs the CPUs) acts on it once continued.
-		kill -CONT "$p" 2>/dev/null || true
 	done
 	for p in "${!seen[@]}"; do reap "$p"; done
 	exit "$status"

@@ -37,7 +37,7 @@ cd "$SHSTK_TOP"
 # out/test/verdicts.tsv, which both lanes write and the summary reads.
 # --alone: no step of the other lane runs meanwhile (a turnstile held while
 # it waits for the room, so the other lane cannot slip back in, and the room
-# itself, which ordinary steps share), and the builds made ahead are stopped.
+# itself, which ordinary steps share).
 run_step() {
 	local alone='' name kind rc=0 t0 took turnstile room
 	[ "$1" != --alone ] || { alone=1; shift; }
@@ -47,7 +47,6 @@ run_step() {
 	flock -x "$turnstile"
 	if [ -n "$alone" ]; then
 		flock -x "$room"
-		ahead_signal STOP
 	else
 		flock -u "$turnstile"
 		flock -s "$room"
@@ -59,43 +58,11 @@ run_step() {
 	start_child "$@" >"$LOG/$name.log" 2>&1 {turnstile}>&- {room}>&-
 	wait_child "$CHILD_PID" || rc=$?
 	took=$(elapsed "$t0")
-	[ -z "$alone" ] || ahead_signal CONT
 	exec {turnstile}>&- {room}>&-
 	LAST_RC=$rc
 	printf '%s\t%s\n' "$name" "$took" >>"$LOG/steps.tsv"
 	printf '%s\t%s\t%s\n' "$name" "$kind" "$rc" >>"$LOG/verdicts.tsv"
 	msg "   $name: exit $rc in $took s (log: $LOG/$name.log)"
-}
-
-# The builds made ahead of their steps (scripts/build/ahead.sh): each chain's
-# pid, which is also its process group's.  The side lane is given them, to
-# stop them for its own steps that need the CPUs.
-AHEAD_PIDS=${SHSTK_AHEAD_PIDS:-}
-
-# ahead_start CHAIN ARCH...: a chain of builds at the lowest priority, its
-# output in out/test/ahead-CHAIN.log.  setsid makes it a process group of
-# its own (it execs in place: a background child leads no group), which
-# ahead_signal stops and continues as a whole.
-ahead_start() {
-	[ "${SHSTK_TEST_AHEAD:-1}" != 0 ] || return 0
-	msg "   building ahead: $1 for $*"
-	start_child setsid nice -n 19 scripts/build/ahead.sh "$@" >"$LOG/ahead-$1.log" 2>&1
-	AHEAD_PIDS+=" $CHILD_PID"
-}
-
-# ahead_signal STOP|CONT: to every chain still running, and to the whole of
-# it (make and its compilers).
-ahead_signal() {
-	local p pgrp stat
-	for p in $AHEAD_PIDS; do
-		read -r stat 2>/dev/null <"/proc/$p/stat" || continue
-		# "PID (COMM) STATE PPID PGRP ...": COMM may hold spaces.
-		stat=${stat##*) }
-		read -r _ _ pgrp _ <<<"$stat"
-		if [ "$pgrp" = "$p" ]; then
-			kill -"$1" -- "-$p" 2>/dev/null || true
-		fi
-	done
 }
 
 # emu_steps ARCH EMU: every VM step of one emulator on one arch (the arch's
@@ -175,18 +142,10 @@ t_start=$EPOCHREALTIME
 start_child scripts/build/kernel-source.sh >"$LOG/kernel-source.log" 2>&1
 source_pid=$CHILD_PID
 run_step toolbox build scripts/tools/toolbox.sh
-# From here the builds go on ahead of the steps that need them, on the CPU
-# time those steps leave: the kernels in the order of the arches, and the
-# bpftrace root filesystems (mostly the mirror and one CPU); the emulators
-# after the lint, which checks the QEMU series against QEMU's own
-# checkpatch.pl when QEMU's source is there (not while it is being fetched).
-ahead_start kernels "${arch_list[@]}"
-ahead_start rootfs "${arch_list[@]}"
 run_step series ktap scripts/check-series.sh
 wait_child "$source_pid" || true
 run_step unit unittest "$SHSTK_PYTHON" -m unittest discover -s tests -t . -v
 run_step lint ktap scripts/lint.sh
-ahead_start emulators "${arch_list[@]}"
 
 # side_lane EMU: whether EMU's steps may run beside the main lane's: it
 # runs on one host thread and the machine has a CPU besides the one the
@@ -209,7 +168,7 @@ for a in "${arch_list[@]}"; do
 		if side_lane "$emu"; then
 			# One side lane at a time.
 			[ -z "$side_pid" ] || wait_child "$side_pid" || true
-			start_child env SHSTK_AHEAD_PIDS="$AHEAD_PIDS" scripts/test.sh --steps "$a" "$emu"
+			start_child scripts/test.sh --steps "$a" "$emu"
 			side_pid=$CHILD_PID
 		else
 			main+=("$emu")
@@ -220,12 +179,6 @@ for a in "${arch_list[@]}"; do
 	done
 done
 [ -z "$side_pid" ] || wait_child "$side_pid" || warn "the side lane (scripts/test.sh --steps) failed"
-# Every build a chain made, its step has found current or made again: what
-# is left of the chains is their last look.
-for p in $AHEAD_PIDS; do
-	wait_child "$p" || warn "a chain of builds ahead failed (out/test/ahead-*.log); the build steps say which"
-done
-AHEAD_PIDS=
 
 # Two emulators with shadow stacks (x86: QEMU with CET in TCG, and Bochs):
 # the same cases must get the same verdicts on both.

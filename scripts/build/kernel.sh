@@ -27,9 +27,9 @@ if [ -z "$headers_only" ] && [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && build_checked "
 	msg "$ARCH kernel up to date (checked earlier in this make test): $KBUILD_DIR"
 	exit 0
 fi
-# One build of a tree at a time: make test builds ahead of its steps
-# (scripts/build/ahead.sh), and a step that wants the same kernel waits for
-# that build and then finds it current.
+# One build of a tree at a time: a make run or make debug started while
+# make test builds the same arch's kernel waits for that build and then
+# finds it current, instead of running a second make in the same tree.
 mkdir -p "$KBUILD_DIR"
 exec {build_lock}>"$KBUILD_DIR/.shstk-build.lock"
 if ! flock -n "$build_lock"; then
