@@ -288,8 +288,12 @@ class BadInputTest(unittest.TestCase):
                           "not an ELF file")
 
     def test_unknown_kconfig_variant(self):
-        r = run("scripts/build/kernel.sh", "arm64", env={"SHSTK_KCONFIG_VARIANT": "nosuch"})
-        self.assert_error(r, "no config fragment config/kernel/nosuch.config")
+        # Refused before anything is made in the cache for it.
+        with tempfile.TemporaryDirectory() as cache:
+            r = run("scripts/build/kernel.sh", "arm64",
+                    env={"SHSTK_KCONFIG_VARIANT": "nosuch", "SHSTK_CACHE": cache})
+            self.assert_error(r, "no config fragment config/kernel/nosuch.config")
+            self.assertEqual(os.listdir(cache), [])
 
     def test_fuzz_defaults_to_the_debug_kernel(self):
         # An unset variable that make exports reaches the script as empty,

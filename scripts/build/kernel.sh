@@ -27,6 +27,13 @@ if [ -z "$headers_only" ] && [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && build_checked "
 	msg "$ARCH kernel up to date (checked earlier in this make test): $KBUILD_DIR"
 	exit 0
 fi
+CONF=$SHSTK_TOP/config/kernel
+frags=("$CONF/common.config" "$CONF/$ARCH.config")
+if [ -n "${SHSTK_KCONFIG_VARIANT:-}" ]; then
+	[ -f "$CONF/$SHSTK_KCONFIG_VARIANT.config" ] ||
+		die "no config fragment config/kernel/$SHSTK_KCONFIG_VARIANT.config"
+	frags+=("$CONF/$SHSTK_KCONFIG_VARIANT.config")
+fi
 # One build of a tree at a time: a make run or make debug started while
 # make test builds the same arch's kernel waits for that build and then
 # finds it current, instead of running a second make in the same tree.
@@ -38,13 +45,6 @@ if ! flock -n "$build_lock"; then
 fi
 "$SHSTK_TOP/scripts/build/kernel-source.sh"
 SRC=$SHSTK_SRC
-CONF=$SHSTK_TOP/config/kernel
-frags=("$CONF/common.config" "$CONF/$ARCH.config")
-if [ -n "${SHSTK_KCONFIG_VARIANT:-}" ]; then
-	[ -f "$CONF/$SHSTK_KCONFIG_VARIANT.config" ] ||
-		die "no config fragment config/kernel/$SHSTK_KCONFIG_VARIANT.config"
-	frags+=("$CONF/$SHSTK_KCONFIG_VARIANT.config")
-fi
 
 # Every option a fragment asks for must survive olddefconfig: report the ones
 # a dependency dropped instead of building a kernel without them.
