@@ -5,6 +5,7 @@ import fcntl
 import gzip
 import io
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -294,7 +295,6 @@ class RootfsBuildLockTest(unittest.TestCase):
             self.assertEqual(out.strip(), root)
 
 
-
 class KernelBuildLockTest(unittest.TestCase):
     """scripts/build/kernel.sh: a build that finds another one of the same
     tree under way waits for it (make run beside make test), before it
@@ -306,23 +306,23 @@ class KernelBuildLockTest(unittest.TestCase):
             os.makedirs(build)
             env = {k: v for k, v in os.environ.items() if k != "SHSTK_CHECKED_BUILDS"}
             env.update(SHSTK_CACHE=d, SHSTK_KCONFIG_VARIANT="", SHSTK_BASELINE="")
-            with open(os.path.join(build, ".shstk-build.lock"), "w") as held:
+            with open(os.path.join(build, ".shstk-build.lock"), "w") as held, \
+                    tempfile.TemporaryFile("w+") as err:
                 fcntl.flock(held, fcntl.LOCK_EX)
+                # A session of its own: whatever it started goes with it.
                 p = subprocess.Popen([os.path.join(TOP, "scripts/build/kernel.sh"), "x86_64"],
-                                     cwd=TOP, env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+                                     cwd=TOP, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                     start_new_session=True)
                 try:
                     with self.assertRaises(subprocess.TimeoutExpired):
                         p.wait(timeout=2)
                 finally:
-                    # Stopped while it waits: the other build never ends
-                    # here.  Its flock, left waiting, ends with the lock.
-                    p.terminate()
+                    os.killpg(p.pid, signal.SIGKILL)
                     p.wait(timeout=15)
-            err = p.stderr.read()
-            p.stderr.close()
-            self.assertIn("waiting for another build of the x86_64 kernel", err)
-            self.assertNotIn("kernel source", err)
+                err.seek(0)
+                log = err.read()
+            self.assertIn("waiting for another build of the x86_64 kernel", log)
+            self.assertNotIn("kernel source", log)
             self.assertFalse(os.path.exists(os.path.join(d, "src")))
 
 
