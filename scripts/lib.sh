@@ -121,6 +121,18 @@ rootfs_disk() {
 	[ "$rc" -eq 0 ] && echo "$img"
 }
 
+# Hold an exclusive lock on FILE until the script ends (the processes it
+# starts inherit it), first saying "waiting for WHAT" when another has it.
+#   lock_or_wait FILE WHAT
+lock_or_wait() {
+	local fd
+	exec {fd}>"$1"
+	if ! flock -n "$fd"; then
+		msg "waiting for $2"
+		flock "$fd"
+	fi
+}
+
 # make test's list of the builds it found current once (kernels, the
 # project's QEMU), by their output: scripts/test.sh names a file for it in
 # SHSTK_CHECKED_BUILDS.  Within one make test the trees do not change, and

@@ -60,11 +60,7 @@ fi
 
 # One at a time: both configurations start from the one patched source.
 mkdir -p "$DIR"
-exec 7>"$DIR/bochs.lock"
-if ! flock -n 7; then
-	msg "waiting for another build/bochs.sh"
-	flock 7
-fi
+lock_or_wait "$DIR/bochs.lock" "another build/bochs.sh"
 if current; then
 	built
 	exit 0

@@ -56,11 +56,7 @@ apply_series() {
 # a build, would otherwise apply the series in the same scratch worktree
 # ("unable to write index file") or move the tree under each other.
 mkdir -p "$SHSTK_CACHE/src"
-exec 7>"$SHSTK_CACHE/src/kernel-source.lock"
-if ! flock -n 7; then
-	msg "waiting for another kernel-source.sh (the kernel tree is busy)"
-	flock 7
-fi
+lock_or_wait "$SHSTK_CACHE/src/kernel-source.lock" "another kernel-source.sh (the kernel tree is busy)"
 
 [ -f "$SRC/.shstk-kernel-version" ] || step "fetching $SHSTK_KERNEL_PKG" fetch_and_unpack
 msg "kernel source: $(cat "$SRC/.shstk-kernel-version")"

@@ -38,11 +38,7 @@ fi
 # make test builds the same arch's kernel waits for that build and then
 # finds it current, instead of running a second make in the same tree.
 mkdir -p "$KBUILD_DIR"
-exec {build_lock}>"$KBUILD_DIR/.shstk-build.lock"
-if ! flock -n "$build_lock"; then
-	msg "waiting for another build of the $ARCH kernel in $KBUILD_DIR"
-	flock "$build_lock"
-fi
+lock_or_wait "$KBUILD_DIR/.shstk-build.lock" "another build of the $ARCH kernel in $KBUILD_DIR"
 "$SHSTK_TOP/scripts/build/kernel-source.sh"
 SRC=$SHSTK_SRC
 

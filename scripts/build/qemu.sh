@@ -138,11 +138,7 @@ fi
 # under each other's ninja or run two ninjas in one build directory (a
 # make run started while another builds).
 mkdir -p "$QDIR"
-exec 7>"$QDIR/qemu.lock"
-if ! flock -n 7; then
-	msg "waiting for another build/qemu.sh (the QEMU tree is busy)"
-	flock 7
-fi
+lock_or_wait "$QDIR/qemu.lock" "another build/qemu.sh (the QEMU tree is busy)"
 
 src_ready || step "fetching Debian's qemu $QEMU_VERSION source" fetch_and_unpack
 

@@ -40,11 +40,7 @@ fi
 # $ROOTFS.new removed each other's files (the first cold CI run of all the
 # steps failed so, 2026-12-06).
 mkdir -p "${ROOTFS%/*}"
-exec {build_lock}>"$ROOTFS.build-lock"
-if ! flock -n "$build_lock"; then
-	msg "waiting for another build of the $ARCH root filesystem"
-	flock "$build_lock"
-fi
+lock_or_wait "$ROOTFS.build-lock" "another build of the $ARCH root filesystem"
 if built; then
 	result "$@"
 	exit 0

@@ -57,11 +57,7 @@ fi
 # cache several may at once (make test's steps, two arches side by side).
 # The others wait for the lock, then find the toolbox made.
 mkdir -p "$TB"
-exec 8>"$TB/lock"
-if ! flock -n 8; then
-	msg "waiting for another toolbox.sh to finish making the toolbox"
-	flock 8
-fi
+lock_or_wait "$TB/lock" "another toolbox.sh to finish making the toolbox"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 	exit 0
 fi

@@ -213,7 +213,7 @@ bochs_restore() {
 		echo "$BOCHS_PAYLOAD_BYTES $BOCHS_PAYLOAD_MTIME"
 	} | sha256sum | cut -c1-16)
 	dir=$SHSTK_CACHE/bochs-snapshots/$key
-	mkdir -p "${dir%/*}"
+	[ -d "${dir%/*}" ] || mkdir -p "${dir%/*}"
 	# Each is 1 GiB of sparse RAM (some 80 MB on disk).
 	snapshot_make "$dir" Bochs snap/config run/console.log bochs_snapshot_save "$kwords" "$base"
 	touch "$dir"	# in use: see snapshot_prune
