@@ -89,7 +89,7 @@ wait_for() {
 	done
 }
 
-# bpftrace lives in a Debian root filesystem, read-only: an ext4 disk, the
+# bpftrace lives in a Debian root filesystem, read-only: an EROFS disk, the
 # device shstk.rootfs= names.  It runs chrooted there, with the kernel's
 # filesystems and /trace bound in.
 mount_rootfs() {
@@ -102,7 +102,7 @@ mount_rootfs() {
 		;;
 	esac
 	wait_for test -b "$rootfs"
-	mount -t ext4 -o ro "$rootfs" /rootfs
+	mount -t erofs -o ro "$rootfs" /rootfs
 }
 
 # The bpftrace root filesystem, mounted once for all the scripts.

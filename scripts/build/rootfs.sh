@@ -5,10 +5,10 @@
 # packages only, assembled on the host without running any foreign binary:
 # debootstrap --foreign resolves and downloads bpftrace's dependency closure,
 # then every downloaded package is unpacked with dpkg-deb -x.  The guest
-# gets it read-only, as an ext4 disk image made from it (make trace).
+# gets it read-only, as an EROFS disk image made from it (make trace).
 #
 #   scripts/build/rootfs.sh ARCH          -> $SHSTK_CACHE/rootfs/<arch>
-#   scripts/build/rootfs.sh ARCH --disk   -> $SHSTK_CACHE/rootfs/<arch>.ext4
+#   scripts/build/rootfs.sh ARCH --disk   -> $SHSTK_CACHE/rootfs/<arch>.erofs
 set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"

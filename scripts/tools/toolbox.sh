@@ -16,7 +16,7 @@ set -euo pipefail
 TB=$SHSTK_CACHE/toolbox
 ROOT=$TB/root
 
-# Packages from trixie (e2fsprogs makes the Bochs guest's root filesystem
+# Packages from trixie (erofs-utils makes the bpftrace's root filesystem
 # disk; virtme-ng is what make bench compares boots against; the -dev
 # libraries, meson, ninja and pkg-config build the project's QEMU,
 # scripts/build-qemu.sh); the ones
@@ -29,7 +29,7 @@ PKGS=(
 	"$SHSTK_HOST_CC" "$SHSTK_HOST_CXX" libc6-dev binutils make bc bison flex cpio kmod
 	python3 libssl-dev dwarves xz-utils zstd rsync git ca-certificates
 	bochs bochsbios vgabios bochs-term isolinux syslinux-common xorriso
-	e2fsprogs
+	erofs-utils
 	virtme-ng udev
 	libglib2.0-dev libpixman-1-dev libfdt-dev libattr1-dev libcap-ng-dev
 	meson ninja-build python3-venv pkg-config
