@@ -142,6 +142,17 @@ t_start=$EPOCHREALTIME
 start_child scripts/build/kernel-source.sh >"$LOG/kernel-source.log" 2>&1
 source_pid=$CHILD_PID
 run_step toolbox build scripts/tools/toolbox.sh
+# The bpftrace root filesystems and their disk images, all at once, beside
+# the steps until a trace step asks for one (it waits for the build under
+# way, or finds it made).  On a fresh cache each is a minute or two of the
+# network and the disk, which the trace steps spent waiting; at nice 19
+# they take little from the compilers (docs/pipeline.md).  On a warm cache
+# each finds its image current at once.
+rootfs_pids=()
+for a in "${arch_list[@]}"; do
+	start_child nice -n 19 scripts/build/rootfs.sh "$a" --disk >"$LOG/rootfs-$a.log" 2>&1
+	rootfs_pids+=("$CHILD_PID")
+done
 run_step series ktap scripts/check-series.sh
 wait_child "$source_pid" ||
 	warn "fetching the kernel source beside the toolbox failed ($LOG/kernel-source.log); the series step tried again"
@@ -180,6 +191,12 @@ for a in "${arch_list[@]}"; do
 	done
 done
 [ -z "$side_pid" ] || wait_child "$side_pid" || warn "the side lane (scripts/test.sh --steps) failed"
+# By now every trace step has had its root filesystem, from this build or
+# its own; a failure here was the trace steps' too.
+for i in "${!arch_list[@]}"; do
+	wait_child "${rootfs_pids[i]}" ||
+		warn "making the ${arch_list[i]} root filesystem beside the steps failed ($LOG/rootfs-${arch_list[i]}.log)"
+done
 
 # Two emulators with shadow stacks (x86: QEMU with CET in TCG, and Bochs):
 # the same cases must get the same verdicts on both.
