@@ -109,7 +109,7 @@ rootfs_disk() {
 	if ! [ "$img" -nt "$dir/.shstk-rootfs" ]; then
 		msg "making the root filesystem disk image $img"
 		rm -f "$img.new"
-		if tb mkfs.erofs -d0 -b4096 -x -1 -L shstk-rootfs "$img.new" "$dir" >"$img.log" 2>&1; then
+		if tb mkfs.erofs --quiet -b4096 -x -1 -L shstk-rootfs "$img.new" "$dir" >"$img.log" 2>&1; then
 			bytes=$(stat -c %s "$img.new")
 			truncate -s $(((bytes + cyl - 1) / cyl * cyl)) "$img.new"
 			mv "$img.new" "$img"

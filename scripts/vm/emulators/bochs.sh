@@ -33,7 +33,7 @@
 #    reads code to resolve a function name (to skip an endbr64), which fails
 #    on user addresses not mapped yet: software breakpoints by address.  It
 #    shows no SSP register.
-#  - the bpftrace root filesystem (SHSTK_ROOTFS, its ext4 disk image): on
+#  - the bpftrace root filesystem (SHSTK_ROOTFS, its EROFS disk image): on
 #    the IDE disk ata0-slave.  "mode=volatile" opens the image read-only
 #    and keeps guest writes in a journal under OUT: Bochs locks an image it
 #    opens for writing, and two runs may share this one.
