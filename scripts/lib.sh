@@ -96,10 +96,10 @@ series_hash() {
 # was rebuilt since.  Every emulator attaches it read-only, as a disk
 # (QEMU's virtio-blk, Bochs's IDE), not as a 9p share: a guest
 # with a share mounted cannot be saved, and make trace starts from a
-# snapshot taken once bpftrace has attached.  EROFS, uncompressed, and not
-# ext4: the guest only reads it, and EXT4_FS with JBD2 was 6-7% of every
-# kernel's objects, EROFS a tenth of that (docs/pipeline.md).  Padded to
-# whole cylinders of 16 heads x 63 sectors, the geometry Bochs gives it.
+# snapshot taken once bpftrace has attached.  Uncompressed and without
+# extended attributes, the EROFS the kernels are configured for (why EROFS:
+# config/kernel/common.config).  Padded to whole cylinders of 16 heads x 63
+# sectors, the geometry Bochs gives it.
 # Under a lock: make test's two lanes may trace at once (not IMAGE.lock,
 # the file Bochs locks an image with).
 rootfs_disk() {
