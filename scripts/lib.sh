@@ -134,6 +134,15 @@ lock_or_wait() {
 	fi
 }
 
+# VAR=the stamp FILE holds (its one line), which WRITER, an earlier build
+# step, leaves; a missing one ends the script naming both.
+#   read_stamp VAR FILE WRITER
+read_stamp() {
+	local line
+	{ IFS= read -r line <"$2"; } 2>/dev/null || die "$2 is missing: $3 leaves it, and has not run (or failed)"
+	printf -v "$1" '%s' "$line"
+}
+
 # make test's list of the builds it found current once (kernels, the
 # project's QEMU), by their output: scripts/test.sh names a file for it in
 # SHSTK_CHECKED_BUILDS.  Within one make test the trees do not change, and

@@ -46,6 +46,12 @@ HDR=$KBUILD_DIR/usr/include
 CC=$ARCH_CC
 read -ra ARCH_CFLAGS <<<"$(arch_fact "$ARCH" guest_cflags)"
 [ -d "$HDR/linux" ] || die "no kernel headers in $HDR: build the kernel first (make kernel ARCH=$ARCH)"
+# What the programs are built from, besides their sources: the tree (its
+# series and local edits) and the kernel headers in $HDR.
+tree_series='' tree_edits='' headers=''
+read_stamp tree_series "$SRC/.shstk-series" scripts/build/kernel-source.sh
+read_stamp tree_edits "$SRC/.shstk-edits" scripts/build/kernel-source.sh
+read_stamp headers "$KBUILD_DIR/.shstk-headers" scripts/build/kernel.sh
 mkdir -p "$GUEST/bin" "$GUEST/ksft" "$GUEST/include"
 # One build per arch at a time: make test's two lanes (after a kernel
 # change, every image is rebuilt) and make fuzz's VMs may ask for one
@@ -90,7 +96,8 @@ build_ours() {
 		-isystem "$HDR" -I"$SHSTK_TOP/guest" -I"$GUEST/include" -ffile-prefix-map="$SHSTK_TOP=.")
 	key=$({
 		printf '%s\n' "$CC" "${flags[@]//"$SHSTK_TOP"/@TOP@}"
-		cat "$KBUILD_DIR/.shstk-inputs" "$SHSTK_TOOLBOX_STAMP" 2>/dev/null || true
+		echo "$headers"
+		cat "$SHSTK_TOOLBOX_STAMP" 2>/dev/null || true
 		cat "$SHSTK_TOP/guest/$file" "$SHSTK_TOP"/guest/lib/*.h "$GUEST"/include/*.h
 	} | sha256sum | cut -c1-16)
 	[ ! -x "$out" ] || [ "$(cat "$out.key" 2>/dev/null)" != "$key" ] || return 0
@@ -110,11 +117,11 @@ build_ours() {
 build_kselftests() {
 	local names=("$@") t dir target tree made missing=
 	local stamp=$GUEST/ksft/.shstk-tree built=$GUEST/ksft/.shstk-built
-	tree="$(cat "$SRC/.shstk-series") $CC"
+	tree="$tree_series $CC"
 	# Nothing to make when every program is there, built from this tree
-	# (the series, the compiler), its local edits and this kernel build: a
+	# (the series, the compiler), its local edits and these headers: a
 	# make of the selftests costs 0.3 s each, at every run.
-	made="$tree $(cat "$SRC/.shstk-edits" "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)"
+	made="$tree $tree_edits $headers"
 	for t in "${names[@]}"; do
 		[ -x "$GUEST/ksft/$t" ] || missing=1
 	done
@@ -123,7 +130,7 @@ build_kselftests() {
 	flock 9
 	# Installed again only for another arch or another kernel build (1.5 s).
 	local installed=$SRC/usr/.shstk-headers want
-	want="$ARCH $(cat "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)"
+	want="$ARCH $headers"
 	if [ "$(cat "$installed" 2>/dev/null)" != "$want" ]; then
 		rm -f "$installed"
 		kmake -s INSTALL_HDR_PATH="$SRC/usr" headers_install >/dev/null ||

@@ -52,6 +52,19 @@ apply_series() {
 	git_am_series "$SRC" "$AM" "$PATCHES" "$(cat "$SRC/.shstk-kernel-version")"
 }
 
+# The stamps the later steps read (build/kernel.sh, build/guest.sh), left
+# in TREE by every path below, each written whole: .shstk-series, what was
+# applied (a series hash, or "baseline"), and .shstk-edits, the hash of
+# the tree's uncommitted diff (of an empty one when EDITS, git status's
+# output, is empty), so that no later step need look at its 96,000 files.
+#   stamp_tree TREE SERIES EDITS
+stamp_tree() {
+	{ [ -z "$3" ] || git -C "$1" diff HEAD; } | sha256sum | cut -c1-16 >"$1/.shstk-edits.new"
+	mv -f "$1/.shstk-edits.new" "$1/.shstk-edits"
+	echo "$2" >"$1/.shstk-series.new"
+	mv -f "$1/.shstk-series.new" "$1/.shstk-series"
+}
+
 # One at a time: two arches built side by side, or make check-series beside
 # a build, would otherwise apply the series in the same scratch worktree
 # ("unable to write index file") or move the tree under each other.
@@ -69,7 +82,7 @@ if [ -n "$SHSTK_BASELINE" ]; then
 	fi
 	git -C "$SHSTK_SRC" checkout -q --detach shstk-base
 	cp "$SRC/.shstk-kernel-version" "$SHSTK_SRC/.shstk-kernel-version"
-	echo baseline >"$SHSTK_SRC/.shstk-series"
+	stamp_tree "$SHSTK_SRC" baseline "$(git -C "$SHSTK_SRC" status --porcelain --untracked-files=no)"
 	msg "baseline: the pristine tree in $SHSTK_SRC, without the series"
 	exit 0
 fi
@@ -81,6 +94,7 @@ if [ "${1:-}" = --check ]; then
 fi
 have=$(cat "$SRC/.shstk-series" 2>/dev/null || true)
 edits=$(git_src status --porcelain --untracked-files=no)
+# Gone until this run has made the tree what they describe.
 rm -f "$SRC/.shstk-edits"
 if [ "$want" = "$have" ]; then
 	# A developer hacking the tree directly: build with the edits, say so.
@@ -88,10 +102,7 @@ if [ "$want" = "$have" ]; then
 		warn "building with local edits in $SRC (git format-patch them into patches/ to keep them):"
 		git_src status --short --untracked-files=no | head -n 20 >&2
 	fi
-	# What build/kernel.sh keys a build on besides the series: the edits'
-	# hash (of an empty diff when git status saw none), left beside the
-	# tree so that it need not look at its 96,000 files again (0.25 s).
-	{ [ -z "$edits" ] || git_src diff HEAD; } | sha256sum | cut -c1-16 >"$SRC/.shstk-edits"
+	stamp_tree "$SRC" "$want" "$edits"
 	exit 0
 fi
 if [ -n "$edits" ]; then
@@ -103,4 +114,5 @@ if [ -n "$edits" ]; then
 fi
 apply_series
 git_src checkout -q -f --detach "$(git -C "$AM" rev-parse HEAD)"
-echo "$want" >"$SRC/.shstk-series"
+# checkout -f left no edits behind.
+stamp_tree "$SRC" "$want" ""

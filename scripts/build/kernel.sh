@@ -77,19 +77,24 @@ configure() {
 frag_hash=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
 # What this build is made of: the series applied, the configuration, the
 # package.  The same inputs and an image in place need no make at all.
-# Left by kernel-source.sh from its own look at the tree; computed here when
-# it did not (the baseline tree, a series just applied).
-edits=$(cat "$SRC/.shstk-edits" 2>/dev/null) ||
-	edits=$(git -C "$SRC" diff HEAD 2>/dev/null | sha256sum | cut -c1-16)
-inputs="$(cat "$SRC/.shstk-series") $frag_hash $edits $(cat "$SRC/.shstk-kernel-version")"
+# The tree's stamps, which kernel-source.sh leaves on every path.
+series='' edits='' kversion=''
+read_stamp series "$SRC/.shstk-series" scripts/build/kernel-source.sh
+read_stamp edits "$SRC/.shstk-edits" scripts/build/kernel-source.sh
+read_stamp kversion "$SRC/.shstk-kernel-version" scripts/build/kernel-source.sh
+inputs="$series $frag_hash $edits $kversion"
+# This build's own stamps: .shstk-inputs, what its images were built from,
+# and .shstk-headers, what its usr/include (the guest programs' kernel
+# headers) was made from, also by a --headers run.
 if [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && [ -f "$KBUILD_DIR/$KIMAGE" ] &&
 	[ -f "$KBUILD_DIR/$QEMU_KIMAGE" ] &&
 	[ "$(cat "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
 	msg "$ARCH kernel up to date: $(sed -n 's/^release: //p' "$KBUILD_DIR/shstk-build.txt") ($KBUILD_DIR)"
+	[ -f "$KBUILD_DIR/.shstk-headers" ] || echo "$inputs" >"$KBUILD_DIR/.shstk-headers"
 	build_current "$KBUILD_DIR/$QEMU_KIMAGE"
 	exit 0
 fi
-rm -f "$KBUILD_DIR/.shstk-inputs"
+rm -f "$KBUILD_DIR/.shstk-inputs" "$KBUILD_DIR/.shstk-headers"
 if [ ! -f "$KBUILD_DIR/.config" ] || [ "$(cat "$KBUILD_DIR/.shstk-config" 2>/dev/null)" != "$frag_hash" ]; then
 	step "configuring $ARCH (tinyconfig + ${frags[*]##*/})" configure
 	echo "$frag_hash" >"$KBUILD_DIR/.shstk-config"
@@ -98,6 +103,7 @@ fi
 if [ -n "$headers_only" ]; then
 	kmake -s headers >"$KBUILD_DIR/headers.log" 2>&1 ||
 		die "making the $ARCH kernel headers failed; see $KBUILD_DIR/headers.log"
+	echo "$inputs" >"$KBUILD_DIR/.shstk-headers"
 	msg "$ARCH kernel headers -> $KBUILD_DIR/usr/include"
 	exit 0
 fi
@@ -140,12 +146,13 @@ printf '%s %s %.0f\n' "$(date -u +%FT%TZ)" "$cold" "$(elapsed "$tb0")" >>"$KBUIL
 release=$(kmake -s kernelrelease)
 {
 	echo "arch: $ARCH"
-	echo "source: $(cat "$SRC/.shstk-kernel-version")"
+	echo "source: $kversion"
 	echo "series: $(git -C "$SRC" rev-list --count shstk-base..HEAD) patches, head $(git -C "$SRC" rev-parse --short HEAD)"
 	echo "release: $release"
 	echo "compiler: $(tb "$ARCH_CC" --version | head -n1)"
 	echo "variant: ${SHSTK_KCONFIG_VARIANT:-default}"
 } >"$KBUILD_DIR/shstk-build.txt"
+echo "$inputs" >"$KBUILD_DIR/.shstk-headers"
 echo "$inputs" >"$KBUILD_DIR/.shstk-inputs"
 build_current "$KBUILD_DIR/$QEMU_KIMAGE"
-msg "kernel $release ($(cat "$SRC/.shstk-kernel-version")) -> $KBUILD_DIR/$KIMAGE"
+msg "kernel $release ($kversion) -> $KBUILD_DIR/$KIMAGE"
