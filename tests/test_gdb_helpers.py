@@ -394,6 +394,31 @@ class ContextTest(unittest.TestCase):
         context.SETTINGS["colour"] = "on"
         self.assertIn("\x1b[1;33m0x7f0000002ff0\x1b[0m", gdb.execute("shstk-context", to_string=True))
 
+    def test_a_token_this_clone3_consumed_is_not_a_refusal(self):
+        # At copy_thread the token is valid; after arch_shstk_validate_clone()
+        # returned, the word is 0: consumed by this very call.
+        for p in self.good_target():
+            p.start()
+        self.addCleanup(mock.patch.stopall)
+
+        class CloneArgs(dict):
+            address = 0xffff888000123000
+        token = 0x7f0000002ff8
+        args = CloneArgs(shadow_stack_token=token, flags=0x100)
+        mock.patch.object(commands, "clone_args_in_frame", return_value=args).start()
+        before = (None, 0x7f0000003001, True, True, "valid token: consumed, the child starts on token + 8")
+        after = (None, 0, True, False, "zero: consumed, or never a token: EINVAL in arch_shstk_validate_clone()")
+        with mock.patch.object(commands, "clone3_outcome", return_value=before):
+            self.assertIn("clone3(): accepted: valid token", gdb.execute("shstk-context", to_string=True))
+        with mock.patch.object(commands, "clone3_outcome", return_value=after):
+            out = gdb.execute("shstk-context", to_string=True)
+        self.assertIn("clone3(): accepted: consumed by this clone3()", out)
+        self.assertNotIn("EINVAL", out)
+        # Another call (another struct) with a zero word is refused.
+        args.address += 0x100
+        with mock.patch.object(commands, "clone3_outcome", return_value=after):
+            self.assertIn("clone3(): refused: zero", gdb.execute("shstk-context", to_string=True))
+
     def test_a_failed_read_is_a_line_not_an_error(self):
         failing_target("arm64")
         out = gdb.execute("shstk-context", to_string=True)

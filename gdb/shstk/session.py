@@ -20,6 +20,9 @@ def attach():
     gdb.execute("set pagination off")
     gdb.execute("set confirm off")
     gdb.execute("set python print-stack full")
+    # The kernel's vmlinux-gdb.py is sourced below: gdb's own attempt to
+    # auto-load it would only print a page of "declined" warnings.
+    gdb.execute("set auto-load python-scripts off")
     gdb.execute(f"file {env['SHSTK_VMLINUX']}")
     # vmlinux-gdb.py finds its modules beside __file__, which is the caller's
     # when it is sourced from Python: put them on the path first.
