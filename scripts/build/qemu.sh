@@ -206,7 +206,7 @@ build() {
 	local log=$BUILD/build-$QEMU_PROG.log rc=0
 	tb ninja -C "$BUILD" -j"$(nproc)" "$QEMU_PROG" 2>&1 | tee "$log" |
 		awk 'match($0, /^\[[0-9]+\/[0-9]+\]/) { s = substr($0, 2, RLENGTH - 2); split(s, a, "/");
-		       if (a[1] % 250 == 0 || a[1] == a[2]) printf "[build-qemu.sh]   %s steps\n", s > "/dev/stderr"; fflush() }
+		       if (a[1] % 250 == 0 || a[1] == a[2]) printf "[build/qemu.sh]   %s steps\n", s > "/dev/stderr"; fflush() }
 		     /error:|FAILED:/ { print > "/dev/stderr" }' || rc=$?
 	if [ "$rc" -ne 0 ]; then
 		tail -n 30 "$log" >&2
