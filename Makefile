@@ -9,8 +9,8 @@
 ARCH ?=
 EMU ?= qemu
 # QEMU=patched|stock: the x86_64 and riscv64 QEMU, the project's build
-# (patches/qemu/) or the toolbox's Debian one; scripts/vm/emulators/qemu.sh
-# holds the default.
+# (patches/qemu/) or the toolbox's Debian one; config/arches.ini holds
+# each arch's default (qemu_default).
 QEMU ?=
 ifneq ($(QEMU),)
 export SHSTK_QEMU := $(QEMU)
@@ -28,98 +28,125 @@ ARCHES := $(shell bash -c '. scripts/lib.sh && arch_names')
 ARCHES_IN_PROGRESS := $(filter-out $(ARCHES),$(shell bash -c '. scripts/lib.sh && arch_names --all'))
 # Targets that act on one architecture default to the host's (uname -m: the
 # table's aliases make aarch64 arm64); the ones that test run every arch
-# unless ARCH is given.
+# EMU emulates unless ARCH is given.
 ONE_ARCH := $(or $(ARCH),$(shell uname -m))
 ALL_ARCHES := $(or $(ARCH),$(ARCHES))
 
 S := scripts
+# A make variable as one shell word.
+quote = '$(subst ','\'',$(1))'
+# A per-arch target: its script once per arch, then one summary line per
+# arch (scripts/each-arch.sh); without ARCH, only the arches EMU emulates.
+each_arch = exec $(S)/each-arch.sh $(if $(ARCH),,--emu $(call quote,$(EMU))) $(1) "$(ALL_ARCHES)"
+# PROG is one architecture's program: it needs ARCH.
+prog_needs_arch = $(if $(PROG),$(if $(ARCH),,$(error PROG= needs ARCH= (a static program is built for one architecture))))
 
 .PHONY: help toolbox kernel smoke run test check-series unit lint debug gdb-check \
 	trace replay replay-check fuzz bench clean
 
+# `make help` prints the "##" lines below, the one list of targets and
+# options (tests/test_docs.py holds the README's table to it).
 help:
-	@echo "shstk-lab targets (ARCH=$(subst $(eval) ,|,$(ARCHES)), EMU=qemu|bochs, PROG=static-binary):"
-	@echo "  make run [ARCH=] [PROG=]  boot the patched kernel, run the guest suite (every arch"
-	@echo "                            without ARCH), or a static PROG; results in out/<arch>/"
-	@echo "  XSAVE_SECONDS=N           x86: the suite's XSAVE state stress (20 guest s under QEMU,"
-	@echo "                            2 under Bochs, with shorter spinning rounds)"
-	@echo "  make smoke [ARCH=]        boot and prove the series is in the kernel"
-	@echo "  make test                 everything CI runs (series, unit, lint, and per arch kernel,"
-	@echo "                            smoke, run, gdb-check, trace, short fuzz; x86 also on Bochs,"
-	@echo "                            its verdicts compared with QEMU's)"
-	@echo "  make kernel [ARCH=]       build the patched kernel (incremental, in the cache)"
-	@echo "  BASELINE=1                with kernel/run/smoke: the pristine kernel, for A/B"
-	@echo "  QEMU=patched|stock        x86_64, riscv64 under QEMU: the project's QEMU (patches/qemu/:"
-	@echo "                            XSAVES and CET shadow stacks in TCG, two riscv Zicfiss"
-	@echo "                            fixes; built in the cache; the default) or Debian's"
-	@echo "                            (stock: x86 without CET, refusal paths only)"
-	@echo "  make debug ARCH= [EMU=]   emulator paused + gdb with the kernel's and shstk-lab's helpers"
-	@echo "  make gdb-check [ARCH=] [EMU=]  scripted, checked gdb step-through of clone3 with a token"
-	@echo "  make replay ARCH=         record one round of the token race (QEMU record/replay), then gdb"
-	@echo "                            on the replay, which runs backwards (reverse-continue, -stepi)"
-	@echo "  make replay-check [ARCH=] the same, scripted: two replays must stop alike, a third runs"
-	@echo "                            back from the winner's child to the token's consumption"
-	@echo "  make trace [ARCH=] [SCRIPT=a,b] [PROG=]  bpftrace in the guest (every trace/ script at"
-	@echo "                            once, or those named), each log checked"
-	@echo "  make fuzz [ARCH=] [SEED=] [CALLS=] [ROUNDS=] [JOBS=]  clone3 fuzzer + token race on a KASAN/lockdep kernel"
-	@echo "                            (x86: then the XSAVE state stress, XSAVE_SECONDS=60)"
-	@echo "  make bench                measured figures on this machine -> docs/bench.md"
-	@echo "  make check-series         git am the series onto the pristine tree, checkpatch it"
-	@echo "  make toolbox              make the trixie toolbox (QEMU 11, gdb 18, gcc 14; gcc 15 for riscv64)"
+	@echo "shstk-lab (ARCH=$(subst $(eval) ,|,$(ARCHES)), EMU=qemu|bochs; cache: $${SHSTK_CACHE:-~/.cache/shstk-lab})"
+	@awk -F' [|]( |$$)' '/^## / { sub(/^## /, ""); if (NF == 1) print; else if ($$2 == "") print "  " $$1; else printf "  %-34s %s\n", $$1, $$2 }' \
+		$(firstword $(MAKEFILE_LIST))
 	@echo "In progress, only with ARCH= given: $(or $(ARCHES_IN_PROGRESS),none) (config/arches.ini says what is missing)"
-	@echo "Cache: $${SHSTK_CACHE:-~/.cache/shstk-lab} (set SHSTK_CACHE to move it)"
 
-toolbox:
-	$(S)/tools/toolbox.sh
-
-kernel:
-	@for a in $(ONE_ARCH); do $(S)/build/kernel.sh $$a || exit 1; done
-
-smoke:
-	@rc=0; for a in $(ALL_ARCHES); do $(S)/run.sh smoke $$a $(EMU) || rc=1; done; exit $$rc
-
+## Targets (every arch: each arch EMU emulates, or ARCH=; one arch: ARCH=, or the host's)
+## make run [ARCH=] [EMU=] [PROG=] | every arch: boot the patched kernel, run the guest suite,
+##  | or a static PROG (needs ARCH=); results in out/<arch>/
 run:
-	@rc=0; for a in $(ALL_ARCHES); do $(S)/run.sh run $$a $(EMU) $(PROG) || rc=1; done; exit $$rc
+	$(prog_needs_arch)@$(call each_arch,run) $(S)/run.sh run {arch} $(call quote,$(EMU)) $(call quote,$(PROG))
 
-check-series:
-	$(S)/check-series.sh
+## make smoke [ARCH=] [EMU=] | every arch: boot, print CPU shadow stack support, prove the
+##  | series is in the kernel
+smoke:
+	@$(call each_arch,smoke) $(S)/run.sh smoke {arch} $(call quote,$(EMU))
 
-unit:
-	python3 -m unittest discover -s tests -t . -v
-
-lint:
-	$(S)/lint.sh
-
+## make test [ARCH=] | everything CI runs (series, unit, lint, and per arch kernel,
+##  | smoke, run, gdb-check, trace, replay, short fuzz; x86 also on
+##  | Bochs, its verdicts compared with QEMU's); ARCH= limits the
+##  | VM steps to one arch
 test:
 	$(S)/test.sh $(ARCH)
 
+## make kernel [ARCH=] | one arch: build the patched kernel (incremental, in the cache)
+kernel:
+	@$(S)/build/kernel.sh $(ONE_ARCH)
+
+## make debug [ARCH=] [EMU=] [PROG=] | one arch: the emulator paused + gdb with the kernel's and
+##  | shstk-lab's helpers, stopped in copy_thread() of the guest
+##  | program (or PROG)
 debug:
-	$(S)/debug.sh $(ONE_ARCH) $(EMU) $(PROG)
+	$(S)/debug.sh $(ONE_ARCH) $(call quote,$(EMU)) $(call quote,$(PROG))
 
+## make gdb-check [ARCH=] [EMU=] | every arch: scripted, checked gdb step-through of clone3()
 gdb-check:
-	@rc=0; for a in $(ALL_ARCHES); do $(S)/gdb-check.sh $$a $(EMU) || rc=1; done; exit $$rc
+	@$(call each_arch,gdb-check) $(S)/gdb-check.sh {arch} $(call quote,$(EMU))
 
+## make replay [ARCH=] | one arch: record one round of the token race (QEMU
+##  | record/replay), then gdb on the replay, which runs backwards
 replay:
-	$(S)/replay.sh $(ONE_ARCH) $(EMU)
+	$(S)/replay.sh $(ONE_ARCH) $(call quote,$(EMU))
 
+## make replay-check [ARCH=] | every arch: the same, scripted: two replays must stop alike,
+##  | a third runs back from the winner's child to the consumption
 replay-check:
-	@rc=0; for a in $(ALL_ARCHES); do $(S)/replay.sh --check $$a $(EMU) || rc=1; done; exit $$rc
+	@$(call each_arch,replay-check) $(S)/replay.sh --check {arch} $(call quote,$(EMU))
 
-# SCRIPT=a,b: trace/ scripts, all in one boot; unset: every one
+## make trace [ARCH=] [EMU=] [SCRIPT=a,b] [PROG=] |
+##  | every arch: bpftrace in the guest (every trace/ script in
+##  | one boot, or those named), each log checked
 SCRIPT ?=
 trace:
-	@rc=0; for a in $(ALL_ARCHES); do $(S)/trace.sh $$a "$(EMU)" "$(SCRIPT)" "$(PROG)" || rc=1; done; exit $$rc
+	$(prog_needs_arch)@$(call each_arch,trace) $(S)/trace.sh {arch} $(call quote,$(EMU)) $(call quote,$(SCRIPT)) $(call quote,$(PROG))
 
-# SEED=, CALLS=, ROUNDS=, JOBS=, KCONFIG= go to scripts/fuzz.sh.  KCONFIG is set
-# here: "export" would hand an unset one down as empty, which fuzz.sh reads
-# as "the normal kernel".  KCONFIG= (empty) on the command line still means that.
+## make fuzz [ARCH=] [EMU=] [SEED=] [CALLS=] [ROUNDS=] [JOBS=] [KCONFIG=] |
+##  | one arch: clone3 fuzzer + token race on a KASAN/lockdep
+##  | kernel (KCONFIG= empty: the normal one); hours at defaults
+# KCONFIG is set here: "export" would hand an unset one down as empty,
+# which fuzz.sh reads as "the normal kernel".  KCONFIG= (empty) on the
+# command line still means that.
 KCONFIG ?= debug
 export SEED CALLS ROUNDS JOBS KCONFIG
 fuzz:
-	@rc=0; for a in $(ALL_ARCHES); do $(S)/fuzz.sh $$a $(EMU) || rc=1; done; exit $$rc
+	@$(S)/fuzz.sh $(ONE_ARCH) $(call quote,$(EMU))
 
+## make bench | measured figures on this machine -> out/bench.md
+##  | (BENCH_DOCS=1: also to docs/bench.md)
 bench:
 	$(S)/bench.sh
 
+## make check-series | git am the series onto the pristine tree, checkpatch it
+check-series:
+	$(S)/check-series.sh
+
+## make unit | the host-side unit tests (no VM)
+unit:
+	python3 -m unittest discover -s tests -t . -v
+
+## make lint | shellcheck, pyflakes, checkpatch on the project's own code
+lint:
+	$(S)/lint.sh
+
+## make toolbox | make the trixie toolbox (QEMU 11, gdb 18, gcc 14; gcc 15
+##  | for riscv64) in the cache
+toolbox:
+	$(S)/tools/toolbox.sh
+
+## make clean | remove out/ (the cache stays: rm -rf it to start afresh)
 clean:
 	rm -rf out
+
+## Options
+## ARCH=x86_64|arm64|riscv64 | the architecture (see "Targets" for each one's default)
+## EMU=qemu|bochs | the emulator (bochs: x86_64 only)
+## PROG=FILE | a static program of yours, run in the guest instead of the
+##  | suite (run, trace, debug)
+## QEMU=patched|stock | x86_64, riscv64 under QEMU: the project's QEMU (patches/qemu/:
+##  | CET in TCG, Zicfiss fixes; the default) or Debian's (stock)
+## BASELINE=1 | with kernel, run, smoke: the pristine kernel, for A/B
+## XSAVE_SECONDS=N | x86: the suite's XSAVE state stress (20 guest s under QEMU,
+##  | 2 under Bochs; 60 in make fuzz)
+## SHSTK_SNAPSHOT=0 | boot cold instead of restoring a post-boot snapshot
+## SHSTK_CACHE=DIR | where toolbox, trees, builds and images live

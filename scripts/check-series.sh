@@ -7,6 +7,7 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+host_check
 
 "$SHSTK_TOP/scripts/build/kernel-source.sh" --check >&2
 AM=$SHSTK_CACHE/src/linux-am

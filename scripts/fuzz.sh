@@ -19,6 +19,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+host_check
 export SHSTK_KCONFIG_VARIANT=${KCONFIG-debug}
 arch_vars "${1:-}"
 emu_vars "${2:-}"
@@ -41,6 +42,7 @@ done
 [ "$JOBS" -ge 1 ] || die "JOBS=$JOBS: at least one VM"
 out=$EMU_OUT/fuzz
 
+lock_out "$out"
 # A step's results come from this run or from nowhere, even if a build
 # below fails.
 rm -rf "$out"

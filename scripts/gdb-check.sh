@@ -12,11 +12,13 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+host_check
 arch_vars "${1:-}"
 emu_vars "${2:-}"
 OUT=$EMU_OUT/gdb
 GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-120}
 
+lock_out "$OUT"
 mkdir -p "$OUT"
 rm -f "$OUT/gdb-steps.jsonl" "$OUT/gdb.log"
 build_kernel_and_guest gdb

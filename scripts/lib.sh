@@ -47,7 +47,63 @@ esac
 
 msg()  { printf '[%s] %s\n' "$_shstk_prog" "$*" >&2; }
 warn() { printf '[%s] warning: %s\n' "$_shstk_prog" "$*" >&2; }
-die()  { printf '[%s] error: %s\n' "$_shstk_prog" "$*" >&2; exit 1; }
+die()  { _shstk_stopped "$*"; exit 1; }
+
+# _shstk_stopped REASON: say why this script stops, on stderr and, when
+# the script is the shell a caller asked about (not one of its subshells),
+# in SHSTK_STATUS_FILE, where scripts/each-arch.sh finds it.
+_shstk_stopped() {
+	printf '[%s] error: %s\n' "$_shstk_prog" "$1" >&2
+	[ -z "${SHSTK_STATUS_FILE:-}" ] || [ "$BASH_SUBSHELL" -ne 0 ] ||
+		printf '%s: %s\n' "$_shstk_prog" "$1" >>"$SHSTK_STATUS_FILE" 2>/dev/null || true
+}
+
+# No script stops without saying why.  Under set -e a failing command ends
+# the script, and one whose message went to /dev/null (or into a $(...))
+# would end it without a word.  This ERR trap, which set -E hands on to
+# functions and subshells, names the file, the line, the functions it was
+# called from and the command, once: in the script's own shell, where set
+# -e is about to end it.  A subshell's failure is named by the command that
+# ran it; a failure that a condition (if, ||, &&) handles runs no trap.
+#   _shstk_failed STATUS PIPESTATUS COMMAND LINE
+# shellcheck disable=SC2317  # called by the trap
+_shstk_failed() {
+	local rc=$1 statuses=$2 cmd=$3 line=$4 i where from=''
+	[[ $- == *e* ]] && [ "$BASH_SUBSHELL" -eq 0 ] || return 0
+	where=$(_shstk_where "${BASH_SOURCE[1]}"):$line
+	for ((i = 1; i < ${#FUNCNAME[@]} - 1; i++)); do
+		from+=", in ${FUNCNAME[i]}() called from $(_shstk_where "${BASH_SOURCE[i + 1]}"):${BASH_LINENO[i]}"
+	done
+	cmd="'$cmd'"
+	[[ $statuses != *' '* ]] || cmd="the pipeline ending in $cmd (its statuses: $statuses)"
+	_shstk_stopped "$where: $cmd failed with status $rc$from"
+}
+# A source file as messages name it: relative to the repository.
+_shstk_where() { printf '%s' "${1#"$SHSTK_TOP"/}"; }
+set -E
+trap '_shstk_failed "$?" "${PIPESTATUS[*]}" "$BASH_COMMAND" "$LINENO"' ERR
+
+# What the harness needs of the host, checked by every entry point before
+# it downloads or builds anything (once: the scripts it starts skip it):
+# the host's own tools, and root, which the toolbox's debootstrap and
+# chroot need unless every tool comes from the host (scripts/tools/tb).
+host_check() {
+	local t lacking=()
+	[ -z "${SHSTK_HOST_CHECKED:-}" ] || return 0
+	for t in git:git python3:python3 flock:util-linux unshare:util-linux dpkg-deb:dpkg \
+		apt-get:apt tar:tar xz:xz-utils gzip:gzip; do
+		command -v "${t%%:*}" >/dev/null || lacking+=("${t%%:*} (package ${t#*:})")
+	done
+	if [ "${#lacking[@]}" -gt 0 ]; then
+		printf -v t '%s, ' "${lacking[@]}"
+		die "the host lacks ${t%, }: apt-get install those packages"
+	fi
+	if [ "$EUID" -ne 0 ] && [ "$("$SHSTK_TOP/scripts/tools/tb" --which)" = toolbox ]; then
+		die "shstk-lab needs root: it makes its toolbox with debootstrap and runs its tools" \
+			"in a chroot (SHSTK_TOOLBOX=no uses the host's tools, if new enough: scripts/tools/tb --help)"
+	fi
+	export SHSTK_HOST_CHECKED=1
+}
 
 # Run a long step with a start and end line, so the user sees progress and
 # how long each step took.
@@ -130,7 +186,9 @@ lock_or_wait() {
 	exec {fd}>"$1"
 	if ! flock -n "$fd"; then
 		msg "waiting for $2"
-		flock "$fd"
+		# Polled: a blocking flock would outlive a TERM to this script
+		# and take the lock after it was gone.
+		until flock -n "$fd"; do sleep 0.2; done
 	fi
 }
 
@@ -141,6 +199,16 @@ read_stamp() {
 	local line
 	{ IFS= read -r line <"$2"; } 2>/dev/null || die "$2 is missing: $3 leaves it, and has not run (or failed)"
 	printf -v "$1" '%s' "$line"
+}
+
+# Hold DIR, the output directory this run writes, until the script ends:
+# a second run that would write the same one (two make runs in one
+# checkout, make run beside make test) waits for it, and says so.  The
+# lock is a file beside DIR, which a run may empty or remove.
+#   lock_out DIR
+lock_out() {
+	mkdir -p "$(dirname "$1")"
+	lock_or_wait "$1.lock" "another run that writes $1 to end (it holds $1.lock)"
 }
 
 # make test's list of the builds it found current once (kernels, the
@@ -394,6 +462,15 @@ build_kernel_and_guest() {
 	GUEST_IMAGE=$(SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" "$@")
 }
 
+# A user's PROG must be a static executable for $ARCH (after arch_vars):
+# checked before any long step, so a wrong one is named at once.
+#   prog_check PROG
+prog_check() {
+	local why
+	[ -f "$1" ] || die "PROG=$1 does not exist"
+	why=$(py "$SHSTK_TOP/scripts/build/elfcheck.py" "$1" "$ARCH" 2>&1) || die "$why"
+}
+
 # make in the kernel tree for the current arch (after arch_vars), out of
 # tree, with the table's compiler for the target and the host's for the
 # programs the build runs.
@@ -492,6 +569,26 @@ _shstk_pid_alive() {
 	# "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
 	stat=${stat##*) }
 	case "${stat%% *}" in Z | X) return 1 ;; esac
+}
+
+# Whether a process of the process group PGID still runs (a zombie does
+# not count).  pgrep -g selects by the group's id, not by a pattern.
+_shstk_group_alive() {
+	local p
+	for p in $(pgrep -g "$1" 2>/dev/null); do
+		! _shstk_pid_alive "$p" || return 0
+	done
+	return 1
+}
+
+# Stop what PID started in the process group it leads (GNU timeout makes
+# one for itself and its command): TERM, and KILL to what is left after 2
+# s.  Before PID leads a group of its own, PID alone gets the signals.
+#   stop_group PID
+stop_group() {
+	kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
+	poll_until_gone 2 _shstk_group_alive "$1" && ! _shstk_pid_alive "$1" && return 0
+	kill -KILL -- "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null || true
 }
 
 # Wait until the signalled child PID is gone (at most 15 s: a VM's own

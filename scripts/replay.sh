@@ -23,6 +23,7 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+host_check
 check=
 if [ "${1:-}" = --check ]; then
 	check=yes
@@ -45,6 +46,7 @@ if [ -n "$why" ]; then
 	exit 0
 fi
 OUT=$EMU_OUT/replay
+lock_out "$OUT"
 RR=$OUT/record
 TIMEOUT=${SHSTK_REPLAY_TIMEOUT:-300}
 GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-180}

@@ -15,6 +15,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+host_check
 mode=${1:?run or smoke}
 arch_vars "${2:-}"
 emu_vars "${3:-}"
@@ -22,10 +23,7 @@ PROG=${4:-}
 case "$mode" in run | smoke) ;; *) die "unknown mode '$mode' (run or smoke)" ;; esac
 
 # Check what the user gave before any long step.
-if [ -n "$PROG" ]; then
-	[ -f "$PROG" ] || die "PROG=$PROG does not exist"
-	py "$SHSTK_TOP/scripts/build/elfcheck.py" "$PROG" "$ARCH" || exit 1
-fi
+[ -z "$PROG" ] || prog_check "$PROG"
 # A later setting on the kernel command line wins over the emulator's.
 append=
 if [ -n "${XSAVE_SECONDS:-}" ]; then
@@ -42,6 +40,7 @@ elif [ "$mode" = smoke ]; then
 	timeout=${SHSTK_RUN_TIMEOUT:-90}
 fi
 
+lock_out "$out"
 # A step's results come from this run or from nowhere: a build that fails
 # below must not leave the last run's verdict in place.
 rm -f "$out/results.json" "$out/results.ktap" "$out/results.junit.xml"

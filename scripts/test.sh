@@ -26,6 +26,7 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+host_check
 
 LOG=$SHSTK_OUT/test
 cd "$SHSTK_TOP"

@@ -14,6 +14,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+host_check
 arch_vars "${1:-}"
 emu_vars "${2:-}"
 scripts=()
@@ -27,6 +28,9 @@ else
 	done
 fi
 [ "${#scripts[@]}" -gt 0 ] || die "no trace scripts given"
+OUT=$EMU_OUT/trace
+# The trace-SCRIPT.log files beside it are this run's too.
+lock_out "$OUT"
 for i in "${!scripts[@]}"; do
 	scripts[i]=$(basename "${scripts[i]}" .bt)
 	[ -f "$SHSTK_TOP/trace/${scripts[i]}.bt" ] || die "no trace script trace/${scripts[i]}.bt"
@@ -34,7 +38,8 @@ for i in "${!scripts[@]}"; do
 done
 list=$(IFS=,; echo "${scripts[*]}")
 PROG=${4:-}
-OUT=$EMU_OUT/trace
+# Checked before any long step (a kernel build takes minutes).
+[ -z "$PROG" ] || prog_check "$PROG"
 
 if [ -n "$PROG" ]; then
 	build_kernel_and_guest --prog "$PROG"

@@ -3,7 +3,7 @@
 a run, a guest that hangs, two arches at once.  Not picked up by unittest
 discover (the name does not start with "test"): make test runs it once the
 kernels are built, as `python3 -m unittest tests.vm_harness`;
-scripts/harness-repeat.sh runs each test many times in a row.
+`python3 -m tests.repeat` runs each test many times in a row.
 """
 import os
 import signal
@@ -131,7 +131,6 @@ class FaultTest(unittest.TestCase):
                     p.wait()
                 if p.stdin:
                     p.stdin.close()
-                subprocess.run(["pkill", "-KILL", "-f", out])
 
     def test_ci_timeout_stops_make_tests_vm_step(self):
         # What CI's time limit does to make test: GNU timeout TERMs its
@@ -148,9 +147,7 @@ class FaultTest(unittest.TestCase):
     def test_term_stops_run(self):
         self.interrupt(["scripts/run.sh", "run", "arm64"], "arm64", whole_job=False)
 
-    # Bochs too: its command line names no console file, so vm/boot.sh's
-    # last resort finds it by the backend's EMU_MATCH (a Bochs once outlived
-    # a killed make fuzz when that looked for console.log).
+    # Bochs too (one once outlived a killed make fuzz).
     @unittest.skipUnless(kernel_built("x86_64"), "x86_64 kernel not built")
     def test_ctrl_c_stops_run_under_bochs(self):
         self.interrupt(["scripts/run.sh", "run", "x86_64", "bochs"], "x86_64-bochs", whole_job=True)
@@ -198,6 +195,100 @@ class FaultTest(unittest.TestCase):
                 self.assertEqual(p.returncode, 0, o)
             for a in ("arm64", "x86_64"):
                 self.assertTrue(os.path.exists(os.path.join(out, a, "smoke", "results.json")))
+
+
+@unittest.skipUnless(kernel_built("arm64"), "arm64 kernel not built (make kernel ARCH=arm64)")
+class TwoRunsInOneCheckoutTest(unittest.TestCase):
+    """Two make runs of one arch in one checkout (one out/): each ends with
+    its own complete results, and stopping one leaves the other alone."""
+
+    RUN = ["make", "--no-print-directory", "run", "ARCH=arm64"]
+    WAITING = "waiting for another run that writes"
+
+    def start(self, out, log):
+        return subprocess.Popen(self.RUN, cwd=TOP, env=dict(os.environ, SHSTK_OUT=out),
+                                start_new_session=True, stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=default_sigint)
+
+    def wait_for(self, what, cond, p, log_path, seconds=START_SECONDS):
+        deadline = time.monotonic() + seconds
+        while not cond():
+            self.assertIsNone(p.poll(), f"ended before {what}" + self.tail(log_path))
+            self.assertLess(time.monotonic(), deadline, f"never {what}" + self.tail(log_path))
+            time.sleep(0.2)
+
+    @staticmethod
+    def text(log_path):
+        with open(log_path, errors="replace") as f:
+            return f.read()
+
+    def tail(self, log_path):
+        return "\n  its output:\n  " + "\n  ".join(self.text(log_path).splitlines()[-15:])
+
+    def assert_complete(self, p, log_path, out):
+        """@p passed, and its own results are the suite's whole list."""
+        self.assertEqual(p.wait(timeout=600), 0, self.tail(log_path))
+        text = self.text(log_path)
+        self.assertRegex(text, r"arm64/qemu: [1-9][0-9]* passed, 0 failed", self.tail(log_path))
+        self.assertRegex(text, r"\[each-arch\.sh\]   arm64 +[1-9][0-9]* passed, 0 failed")
+        with open(os.path.join(out, "arm64", "guest.out"), errors="replace") as f:
+            self.assertIn(GUEST_DONE, f.read())
+
+    def stop_all(self, procs):
+        # The test's own runs only: each is a session of its own.
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+    def test_two_runs_at_once_both_complete(self):
+        with tempfile.TemporaryDirectory() as out:
+            logs = [os.path.join(out, f"run{i}.log") for i in range(2)]
+            procs = []
+            try:
+                for path in logs:
+                    with open(path, "w") as log:
+                        procs.append(self.start(out, log))
+                for p, path in zip(procs, logs):
+                    self.assert_complete(p, path, out)
+                self.assertTrue(any(self.WAITING in self.text(path) for path in logs),
+                                "neither run waited for the other")
+            finally:
+                self.stop_all(procs)
+            self.assertEqual(emulators_running(out), [])
+
+    def term_one_of_two(self, victim):
+        """A runs its VM while B waits for the output directory; a TERM
+        to @victim ("first" or "second") must leave the other's run whole."""
+        with tempfile.TemporaryDirectory() as out:
+            logs = [os.path.join(out, f"run{i}.log") for i in range(2)]
+            procs = []
+            try:
+                with open(logs[0], "w") as log:
+                    procs.append(self.start(out, log))
+                self.wait_for("its emulator started", lambda: emulator_up(out), procs[0], logs[0])
+                vm = emulators_running(out)
+                with open(logs[1], "w") as log:
+                    procs.append(self.start(out, log))
+                self.wait_for("it waited for the first run",
+                              lambda: self.WAITING in self.text(logs[1]), procs[1], logs[1], 60)
+                stopped, kept = (0, 1) if victim == "first" else (1, 0)
+                procs[stopped].terminate()
+                self.assertNotEqual(procs[stopped].wait(timeout=STOP_SECONDS), 0,
+                                    self.tail(logs[stopped]))
+                if kept == 0:
+                    self.assertEqual(emulators_running(out), vm, "the first run's VM was touched")
+                self.assert_complete(procs[kept], logs[kept], out)
+            finally:
+                self.stop_all(procs)
+            self.assertEqual(emulators_running(out), [])
+            self.assertEqual(processes_with(out), [])
+
+    def test_term_to_the_waiting_run_leaves_the_running_one_alone(self):
+        self.term_one_of_two("second")
+
+    def test_term_to_the_running_run_lets_the_waiting_one_run(self):
+        self.term_one_of_two("first")
 
 
 @unittest.skipUnless(kernel_built("arm64"), "arm64 kernel not built (make kernel ARCH=arm64)")

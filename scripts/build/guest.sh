@@ -30,9 +30,8 @@ base=
 suite=run
 if [ "${1:-}" = --prog ]; then
 	prog=${2:?--prog needs a file}
-	[ -f "$prog" ] || die "PROG=$prog does not exist"
+	prog_check "$prog"
 	prog=$(readlink -f "$prog")
-	py "$SHSTK_TOP/scripts/build/elfcheck.py" "$prog" "$ARCH" || exit 1
 elif [ "${1:-}" = --snapshot-base ]; then
 	base=yes
 elif [ -n "${1:-}" ]; then

@@ -16,6 +16,7 @@ set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 
+host_check
 arch_vars "${1:-}"
 headers_only=
 case "${2:-}" in

@@ -19,7 +19,7 @@ ROOT=$TB/root
 # Packages from trixie (erofs-utils makes the bpftrace's root filesystem
 # disk; virtme-ng is what make bench compares boots against; the -dev
 # libraries, meson, ninja and pkg-config build the project's QEMU,
-# scripts/build-qemu.sh); the ones
+# scripts/build/qemu.sh); the ones
 # listed in BACKPORTS come from trixie-backports (QEMU 11.1, its qemu-img for
 # make replay's snapshot disk, gdb 18 and the libelf that gdb 18 needs).
 # Each architecture's compiler, libraries and QEMU come from its entry in
@@ -62,11 +62,14 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 	exit 0
 fi
 
-command -v debootstrap >/dev/null || {
-	msg "installing debootstrap on the host (apt-get)"
-	apt-get install -y -q debootstrap >/dev/null || die "apt-get install debootstrap failed"
-}
 [ "$(id -u)" -eq 0 ] || die "the toolbox is made with debootstrap and chroot: run as root"
+if ! command -v debootstrap >/dev/null; then
+	msg "installing debootstrap on the host (apt-get)"
+	# A fresh machine's package lists may be missing or stale.
+	apt-get install -y -q debootstrap >/dev/null 2>&1 ||
+		{ apt-get update -q >/dev/null && apt-get install -y -q debootstrap >/dev/null; } ||
+		die "apt-get install debootstrap failed"
+fi
 
 # The mirror apt-local uses, read off the address it would download from;
 # a fresh cache has no package lists yet, so the first try may need them.

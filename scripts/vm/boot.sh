@@ -86,26 +86,13 @@ cleanup() {
 		pkill -P "$follower" || true
 		kill "$follower" || true
 	} 2>/dev/null
-	if [ -n "$emu_pid" ]; then
-		# timeout passes the TERM on to the emulator; one that ignores
-		# TERM must not keep this script alive.
-		kill -TERM "$emu_pid" 2>/dev/null || true
-		poll_until_gone 2 _shstk_pid_alive "$emu_pid" || true
-		kill -KILL "$emu_pid" 2>/dev/null || true
-	fi
 	# An emulator whose end was seen (timeout's status, not a signal's)
-	# left nothing: timeout waits for it.  Otherwise, whatever a signal
-	# did to the wrappers, no emulator of this run (the backend's
-	# EMU_MATCH: a file under $OUT on its command line) outlives the
-	# script.  (Before, every run ended with at least two scans of every
-	# process's command line.)
-	[ -z "$emu_ended" ] || return 0
-	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		pgrep -f -- "$EMU_MATCH" >/dev/null || break
-		pkill -f -- "$EMU_MATCH" 2>/dev/null || true
-		sleep 0.2
-	done
-	pkill -9 -f -- "$EMU_MATCH" 2>/dev/null || true
+	# left nothing: timeout waits for it.  Otherwise its whole process
+	# group goes: timeout makes one of its own, with its pid, for itself
+	# and the emulator, so a wrapper killed on the way cannot leave the
+	# emulator running, and nothing of another run is touched.
+	[ -n "$emu_pid" ] && [ -z "$emu_ended" ] || return 0
+	stop_group "$emu_pid"
 }
 trap cleanup EXIT
 # INT reaches this script only when a user runs it in the foreground: as a
@@ -125,7 +112,6 @@ klog_lines=$(dmesg 2>/dev/null | wc -l) || klog_lines=
 "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$TIMEOUT" "${EMU_CMD[@]}" </dev/null >"$OUT/emulator.log" 2>&1 &
 emu_pid=$!
 wait "$emu_pid" || rc=$?
-emu_pid=
 [ "$rc" -gt 128 ] || emu_ended=1
 # Died of a signal (timeout's own expiry is 124): what the host kernel said
 # about it (program, address, library) goes to the end of emulator.log,

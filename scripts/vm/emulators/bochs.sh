@@ -154,7 +154,6 @@ bochs_cold() {
 		echo "gdbstub: enabled=1, port=$GDB_PORT, text_base=0, data_base=0, bss_base=0" >>"$OUT/bochsrc"
 	fi
 	BOCHS_ARGS=(-q -f "$OUT/bochsrc")
-	EMU_MATCH=$OUT/bochsrc
 }
 
 # The snapshot's configuration, DIR its directory: the files of the run
@@ -226,10 +225,9 @@ bochs_restore() {
 		[ "${f##*/}" = config ] || ln -s "$f" "$run/"
 	done
 	sed "s#$dir/run/#$OUT/#g" "$dir/snap/config" >"$run/config"
-	cpio=$(snapshot_payload_cpio "$dir" "$base" "$INITRD") || exit 1
+	cpio=$(snapshot_payload_cpio "$dir" "$base" "$INITRD") || die "making the snapshot payload of $INITRD failed"
 	bochs_payload "$OUT/payload.img" "$SNAPSHOT_IWORDS" "$cpio"
 	BOCHS_ARGS=(-q -r "$run")
-	EMU_MATCH=$run
 	EMU_SNAPSHOT=$key
 }
 

@@ -44,10 +44,8 @@
 #                  ("gdb") and a replay before they start (lib.sh
 #                  emu_build_now)
 #   emu_prepare    (optional) makes the boot medium, once OUT is set
-#   emu_command    fills EMU_CMD (the command line) and EMU_MATCH (a string
-#                  only this run's emulator has on its command line: what
-#                  vm/boot.sh's last-resort cleanup kills), from KERNEL,
-#                  INITRD, KERNEL_CMDLINE, OUT and optionally GDB_PORT,
+#   emu_command    fills EMU_CMD (the command line) from KERNEL, INITRD,
+#                  KERNEL_CMDLINE, OUT and optionally GDB_PORT,
 #                  SHSTK_ROOTFS, and SHSTK_RR_MODE ("record" or "replay")
 #                  with SHSTK_RR_DIR (where the recording is) where
 #                  EMU_RECORD_REPLAY is yes; it may add to KERNEL_CMDLINE
@@ -183,11 +181,9 @@ emu_command() {
 	qemu_kernel image
 	if [ -n "${SHSTK_RR_MODE:-}" ]; then
 		# The recording and its replays boot the same command line.
-		replay_append=$(arch_fact "$ARCH" qemu_replay_append) || exit 1
+		arch_fact_to replay_append "$ARCH" qemu_replay_append
 		KERNEL_CMDLINE+=${replay_append:+ $replay_append}
 	fi
-	# shellcheck disable=SC2034  # read by vm/boot.sh
-	EMU_MATCH=$OUT/console.log
 	qemu_select
 	EMU_SNAPSHOT=
 	if [ -z "${SHSTK_RR_MODE:-}" ] && snapshot_wanted; then
@@ -199,7 +195,7 @@ emu_command() {
 		# shellcheck disable=SC2054  # commas inside QEMU option values
 		EMU_CMD+=(-icount "shift=auto,rr=$SHSTK_RR_MODE,rrfile=$SHSTK_RR_DIR/replay.bin,rrsnapshot=init"
 			-rtc clock=vm -drive "file=$(rr_snapshots),if=none,id=rr-snapshots,format=qcow2")
-		replay_options=$(arch_fact "$ARCH" qemu_replay_options) || exit 1
+		arch_fact_to replay_options "$ARCH" qemu_replay_options
 		read -ra replay_options <<<"$replay_options"
 		EMU_CMD+=("${replay_options[@]}")
 	fi
@@ -317,7 +313,7 @@ qemu_restore() {
 	# Each is the guest's memory once booted, some 50 MB.
 	snapshot_make "$dir" QEMU snapshot console.log qemu_snapshot_save "$image" "$base" "$kwords"
 	touch "$dir"	# in use: see snapshot_prune
-	cpio=$(snapshot_payload_cpio "$dir" "$base" "$INITRD") || exit 1
+	cpio=$(snapshot_payload_cpio "$dir" "$base" "$INITRD") || die "making the snapshot payload of $INITRD failed"
 	{
 		printf 'shstk-payload %d\n%s\n' "$(stat -c %s "$cpio")" "$SNAPSHOT_IWORDS"
 		cat "$cpio"

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run one make target's script for each architecture in turn, and end with
+# one line per architecture: what its run counted, or why it did not run,
+# so that an architecture that stopped early never looks like one that
+# finished.
+#
+#   scripts/each-arch.sh [--emu EMU] WHAT "ARCHES" CMD ARGS...
+#
+# WHAT names the target in the summary; {arch} in ARGS stands for each
+# architecture.  --emu EMU (given when the user named no ARCH): the
+# architectures EMU does not emulate are left out, and said so.  Exit
+# status 0 only if every architecture that ran passed.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+host_check
+emu=
+if [ "${1:-}" = --emu ]; then
+	emu=${2:?--emu needs an emulator}
+	shift 2
+fi
+[ "$#" -ge 3 ] || die "usage: scripts/each-arch.sh [--emu EMU] WHAT \"ARCHES\" CMD ARGS..."
+what=$1
+read -ra arches <<<"$2"
+shift 2
+[ "${#arches[@]}" -gt 0 ] || die "no architectures given"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The counts line every checks/ verdict ends with ("N passed, N failed",
+# then ", N skipped"), the last one the script printed.
+counts_of() {
+	grep -oE '[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?' "$1" | tail -n1 || true
+}
+
+# run_one ARCH: the script for ARCH, its stdout copied to $tmp/ARCH.out
+# (for the counts), its reasons for stopping to $tmp/ARCH.why (lib.sh
+# _shstk_stopped); the summary line goes to $tmp/ARCH.line.
+run_one() {
+	local a=$1 cmd=() arg rc=0 counts why tee_pid out
+	for arg in "${@:2}"; do
+		cmd+=("${arg//\{arch\}/$a}")
+	done
+	out=$tmp/$a.out
+	exec {out_fd}> >(tee -- "$out")
+	tee_pid=$!
+	SHSTK_STATUS_FILE=$tmp/$a.why start_child "${cmd[@]}" >&"$out_fd"
+	exec {out_fd}>&-
+	wait_child "$CHILD_PID" || rc=$?
+	wait "$tee_pid" 2>/dev/null || true
+	counts=$(counts_of "$out")
+	why=$(head -n1 "$tmp/$a.why" 2>/dev/null || true)
+	if [ -n "$counts" ]; then
+		# A verdict with no failure but a non-zero exit: the run itself
+		# went wrong after counting (said above); never a pass.
+		if [ "$rc" -ne 0 ] && [[ $counts == *" 0 failed"* ]]; then
+			counts+=", but exit $rc${why:+: $why}"
+		fi
+		echo "$counts" >"$tmp/$a.line"
+	elif [ "$rc" -eq 0 ]; then
+		echo "done (nothing counted)" >"$tmp/$a.line"
+	else
+		echo "did not run: ${why:-exit $rc, no reason given (see the messages above)}" >"$tmp/$a.line"
+	fi
+	return "$rc"
+}
+
+rc=0
+for a in "${arches[@]}"; do
+	if [ -n "$emu" ] && ! why=$( (arch_vars "$a" && emu_vars "$emu") 2>&1 >/dev/null); then
+		echo "left out: ${why#*error: }" >"$tmp/$a.line"
+		continue
+	fi
+	run_one "$a" "$@" || rc=1
+done
+
+msg "$what, per architecture:"
+for a in "${arches[@]}"; do
+	msg "  $(printf '%-8s' "$a") $(cat "$tmp/$a.line")"
+done
+exit "$rc"
