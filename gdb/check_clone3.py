@@ -319,9 +319,13 @@ def on_validate_ret(run, case):
     facts = {"ret": ret, "token": case.token, "word_before": case.word_before,
              "word_after": after}
     if scenario.stage(case.name, run.shstk_on) == "accepted":
+        # make debug's view after "finish" must call it this call's
+        # consumption, not a zero it would refuse.
+        view = gdb.execute("shstk-context", to_string=True)
+        facts["view_says_consumed"] = "clone3(): accepted: consumed by this clone3()" in view
         return run.record(scenario.STEP_AFTER, case.name, "arch_shstk_validate_clone",
-                          "returns 0 and the word is now 0 (consumed)",
-                          ret == 0 and after == 0, **facts)
+                          "returns 0, the word is now 0 (consumed), and the context view says so",
+                          ret == 0 and after == 0 and facts["view_says_consumed"], **facts)
     return run.record(scenario.STEP_REFUSAL, case.name, "arch_shstk_validate_clone",
                       "refuses a word that is not the token: -EINVAL, word unchanged",
                       ret == -scenario.EINVAL and after == case.word_before, **facts)

@@ -154,11 +154,15 @@ class Register:
 
 
 class Frame:
-    def __init__(self, name="copy_thread", variables=None, registers=()):
+    def __init__(self, name="copy_thread", variables=None, registers=(), older=None):
         self._name, self.variables, self._registers = name, variables or {}, registers
+        self._older = older
 
     def name(self):
         return self._name
+
+    def older(self):
+        return self._older
 
     def read_var(self, name):
         if name not in self.variables:

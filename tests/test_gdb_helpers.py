@@ -395,29 +395,41 @@ class ContextTest(unittest.TestCase):
         self.assertIn("\x1b[1;33m0x7f0000002ff0\x1b[0m", gdb.execute("shstk-context", to_string=True))
 
     def test_a_token_this_clone3_consumed_is_not_a_refusal(self):
-        # At copy_thread the token is valid; after arch_shstk_validate_clone()
-        # returned, the word is 0: consumed by this very call.
+        # Valid in copy_thread(); after arch_shstk_validate_clone() returned
+        # to copy_process(), the word is 0: consumed by this very call.  A
+        # second call with the same struct and token, whose copy_thread()
+        # already finds 0, is a refusal (gdb-check's "reused" case).
         for p in self.good_target():
             p.start()
         self.addCleanup(mock.patch.stopall)
+        words = dict(self.WORDS)
+        mock.patch.object(usermem, "read_u64", side_effect=lambda mm, a: words.get(a)).start()
 
         class CloneArgs(dict):
-            address = 0xffff888000123000
-        token = 0x7f0000002ff8
-        args = CloneArgs(shadow_stack_token=token, flags=0x100)
-        mock.patch.object(commands, "clone_args_in_frame", return_value=args).start()
-        before = (None, 0x7f0000003001, True, True, "valid token: consumed, the child starts on token + 8")
-        after = (None, 0, True, False, "zero: consumed, or never a token: EINVAL in arch_shstk_validate_clone()")
-        with mock.patch.object(commands, "clone3_outcome", return_value=before):
-            self.assertIn("clone3(): accepted: valid token", gdb.execute("shstk-context", to_string=True))
-        with mock.patch.object(commands, "clone3_outcome", return_value=after):
-            out = gdb.execute("shstk-context", to_string=True)
+            address = 0xffffc90000123e98
+        token, child = 0x7f0000002ff8, 0xffff888000200000
+        mock.patch.object(commands, "clone_args_in_frame",
+                          return_value=CloneArgs(shadow_stack_token=token, flags=0x100, exit_signal=0,
+                                                         stack=0, stack_size=0)).start()
+
+        def stop_in(name):
+            copy_process = gdbmock.Frame("copy_process", {"p": child})
+            copy_thread = gdbmock.Frame("copy_thread", {"p": child}, older=copy_process)
+            self.state.frame = {"copy_thread": copy_thread, "copy_process": copy_process,
+                                "shstk_alloc_thread_stack":
+                                gdbmock.Frame("shstk_alloc_thread_stack", older=copy_thread)}[name]
+            return gdb.execute("shstk-context", to_string=True)
+
+        words[token] = 0x7f0000003001
+        self.assertIn("clone3(): accepted: valid token", stop_in("shstk_alloc_thread_stack"))
+        words[token] = 0
+        out = stop_in("copy_process")
         self.assertIn("clone3(): accepted: consumed by this clone3()", out)
         self.assertNotIn("EINVAL", out)
-        # Another call (another struct) with a zero word is refused.
-        args.address += 0x100
-        with mock.patch.object(commands, "clone3_outcome", return_value=after):
-            self.assertIn("clone3(): refused: zero", gdb.execute("shstk-context", to_string=True))
+        self.assertIn("accepted: consumed by this clone3()", gdb.execute("shstk-clone-args", to_string=True))
+        # The same struct and token again: its copy_thread() finds 0.
+        self.assertIn("clone3(): refused: zero", stop_in("copy_thread"))
+        self.assertIn("clone3(): refused: zero", stop_in("copy_process"))
 
     def test_a_failed_read_is_a_line_not_an_error(self):
         failing_target("arm64")

@@ -40,17 +40,51 @@ def _word_at(task, addr):
         return usermem.read_u64(usermem.task_mm(task), addr)
 
 
-def clone3_outcome(caller, token):
+# What each task's clone3() found at its token while in copy_thread(),
+# before the token is checked: (struct kernel_clone_args address, token,
+# the new task) of a valid one, by pid.
+_valid_in_copy_thread = {}
+
+
+def _clone_frames():
+    """(whether the selected frame is copy_thread() or called from it, the
+    new task as copy_thread() and copy_process() name it, or None)."""
+    frame, in_copy_thread = gdb.selected_frame(), False
+    while frame is not None:
+        if frame.name() == "copy_thread":
+            in_copy_thread = True
+        if frame.name() in ("copy_thread", "copy_process"):
+            try:
+                return in_copy_thread, int(frame.read_var("p"))
+            except (ValueError, gdb.error):
+                return in_copy_thread, None
+        frame = frame.older()
+    return in_copy_thread, None
+
+
+def clone3_outcome(caller, token, args=None):
     """What clone3() does with @token from @caller, read once for
     shstk-clone-args and the context view alike: (VMA holding it as
     describe()d or None, the word there or None, whether the caller has
-    shadow stacks enabled or None, accepted, why)."""
+    shadow stacks enabled or None, accepted, why).  With @args, the call's
+    struct kernel_clone_args: a zero word where this call found a valid
+    token in copy_thread() is the token it consumed, not one it refuses."""
     with reading(f"the shadow stack state of pid {_pid(caller)}"):
         caller_on = tasks.shadow_stack_enabled(caller)
     d = _vma_of(caller, token)
     word = _word_at(caller, token & ~7)
     ok, why = decode.clone3_verdict(tasks.arch(), token, word,
                                     None if d is None else d["shadow_stack"], caller_on)
+    if args is not None:
+        with reading("the frames of this clone"):
+            in_copy_thread, child = _clone_frames()
+        call, pid = (int(args.address), token, child), _pid(caller)
+        if in_copy_thread:
+            _valid_in_copy_thread[pid] = call if ok else None
+        elif (not ok and word == 0 and child is not None
+              and _valid_in_copy_thread.get(pid) == call):
+            ok, why = True, ("consumed by this clone3() (valid in its copy_thread()): "
+                             "the child starts on token + 8")
     return d, word, caller_on, ok, why
 
 
@@ -174,7 +208,7 @@ the word)."""
         with reading("the task on the selected CPU (the caller)"):
             caller = tasks.on_cpu()
         # One read of the VMA and the word, for the token line and the verdict.
-        d, word, caller_on, ok, why = clone3_outcome(caller, token)
+        d, word, caller_on, ok, why = clone3_outcome(caller, token, a)
         gdb.write(_token_line(caller, token, d, word))
         state = {True: "has", False: "has no", None: "may have a"}[caller_on]
         gdb.write(f"clone3(): {'accepted' if ok else 'refused'}: {why} "

@@ -133,12 +133,6 @@ def _stack_section(p, task):
         p.add(p.paint("note", f"    ... {(d['end'] - end) // 8} more up to the top"))
 
 
-# The tokens this view saw valid, by (pid, address of the clone's struct
-# kernel_clone_args, token): a zero found there later in the same call is
-# the token this clone3() consumed, not one it will refuse.
-_valid_seen = set()
-
-
 def _clone_section(p, task):
     from shstk.commands import clone3_outcome, clone_args_in_frame
     try:
@@ -148,16 +142,10 @@ def _clone_section(p, task):
     with reading("the struct kernel_clone_args in this frame"):
         token = int(a["shadow_stack_token"]) & (2**64 - 1)
         flags = int(a["flags"])
-        call = (int(task["pid"]), int(a.address), token)
     if not token:
         p.add(f"  clone  flags {flags:#x}, no shadow_stack_token: the kernel picks the stack")
         return
-    _, word, _, ok, why = clone3_outcome(task, token)
-    if ok:
-        _valid_seen.add(call)
-    elif word == 0 and call in _valid_seen:
-        ok, why = True, ("consumed by this clone3() (the token was valid at an earlier stop "
-                         "in it): the child starts on token + 8")
+    _, word, _, ok, why = clone3_outcome(task, token, a)
     shown = "not present" if word is None else f"{word:#x}"
     verdict = p.paint("token" if ok else "bad", "accepted" if ok else "refused")
     p.add(f"  clone  flags {flags:#x}, shadow_stack_token {token:#x} = {shown}")
