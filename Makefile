@@ -47,7 +47,7 @@ prog_needs_arch = $(if $(PROG),$(if $(ARCH),,$(error PROG= needs ARCH= (a static
 # `make help` prints the "##" lines below, the one list of targets and
 # options (tests/test_docs.py holds the README's table to it).
 help:
-	@echo "shstk-lab (ARCH=$(subst $(eval) ,|,$(ARCHES)), EMU=qemu|bochs; cache: $${SHSTK_CACHE:-~/.cache/shstk-lab})"
+	@echo "shstk-lab (ARCH=$(subst $(eval) ,|,$(ARCHES)), EMU=qemu|bochs; cache: $$(bash -c '. scripts/lib.sh && echo "$$SHSTK_CACHE"'))"
 	@awk -F' [|]( |$$)' '/^## / { sub(/^## /, ""); if (NF == 1) print; else if ($$2 == "") print "  " $$1; else printf "  %-34s %s\n", $$1, $$2 }' \
 		$(firstword $(MAKEFILE_LIST))
 	@echo "In progress, only with ARCH= given: $(or $(ARCHES_IN_PROGRESS),none) (config/arches.ini says what is missing)"

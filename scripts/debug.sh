@@ -17,10 +17,10 @@ host_check
 arch_vars "${1:-}"
 emu_vars "${2:-}"
 OUT=$EMU_OUT/debug
-lock_out "$OUT"
 PROG=${3:-}
 # Checked before any long step (a kernel build takes minutes).
 [ -z "$PROG" ] || prog_check "$PROG"
+lock_out "$OUT"
 
 if [ -n "$PROG" ]; then
 	build_kernel_and_guest --prog "$PROG"

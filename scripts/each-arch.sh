@@ -28,8 +28,14 @@ read -ra arches <<<"$2"
 shift 2
 [ "${#arches[@]}" -gt 0 ] || die "no architectures given"
 
+# A mistyped EMU must not leave every arch out and pass.
+if [ -n "$emu" ] && [[ " $(emulators | paste -sd' ') " != *" $emu "* ]]; then
+	die "unknown EMU '$emu' (use $(emulators | paste -sd' ' | sed 's/ / or /g'))"
+fi
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+exit_on_signals
 
 # The counts line every checks/ verdict ends with ("N passed, N failed",
 # then ", N skipped"), the last one the script printed.
@@ -46,12 +52,16 @@ run_one() {
 		cmd+=("${arg//\{arch\}/$a}")
 	done
 	out=$tmp/$a.out
-	exec {out_fd}> >(tee -- "$out")
+	# tee -i: a Ctrl-C must not take the copy away while the run still
+	# says how it stops.
+	exec {out_fd}> >(exec tee -i -- "$out")
 	tee_pid=$!
-	SHSTK_STATUS_FILE=$tmp/$a.why start_child "${cmd[@]}" >&"$out_fd"
+	SHSTK_STATUS_FILE=$tmp/$a.why start_child "${cmd[@]}" >&"$out_fd" {out_fd}>&-
 	exec {out_fd}>&-
 	wait_child "$CHILD_PID" || rc=$?
-	wait "$tee_pid" 2>/dev/null || true
+	# Done when the run's last output is copied; a process the run left
+	# behind with its stdout must not hold the summary back.
+	poll_until_gone 5 _shstk_pid_alive "$tee_pid" || kill "$tee_pid" 2>/dev/null || true
 	counts=$(counts_of "$out")
 	why=$(head -n1 "$tmp/$a.why" 2>/dev/null || true)
 	if [ -n "$counts" ]; then
@@ -69,12 +79,13 @@ run_one() {
 	return "$rc"
 }
 
-rc=0
+rc=0 ran=0
 for a in "${arches[@]}"; do
 	if [ -n "$emu" ] && ! why=$( (arch_vars "$a" && emu_vars "$emu") 2>&1 >/dev/null); then
 		echo "left out: ${why#*error: }" >"$tmp/$a.line"
 		continue
 	fi
+	ran=$((ran + 1))
 	run_one "$a" "$@" || rc=1
 done
 
@@ -82,4 +93,6 @@ msg "$what, per architecture:"
 for a in "${arches[@]}"; do
 	msg "  $(printf '%-8s' "$a") $(cat "$tmp/$a.line")"
 done
+# An emulator that runs no arch at all was set up wrong (QEMU=, say).
+[ "$ran" -gt 0 ] || die "nothing ran: EMU=$emu left out every architecture (reasons above)"
 exit "$rc"

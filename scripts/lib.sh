@@ -68,15 +68,28 @@ _shstk_stopped() {
 #   _shstk_failed STATUS PIPESTATUS COMMAND LINE
 # shellcheck disable=SC2317  # called by the trap
 _shstk_failed() {
-	local rc=$1 statuses=$2 cmd=$3 line=$4 i where from=''
+	local rc=$1 statuses=$2 cmd=$3 line=$4 i where from='' file
 	[[ $- == *e* ]] && [ "$BASH_SUBSHELL" -eq 0 ] || return 0
-	where=$(_shstk_where "${BASH_SOURCE[1]}"):$line
+	file=${BASH_SOURCE[1]:-$0}
+	where=$(_shstk_where "$file"):$line
 	for ((i = 1; i < ${#FUNCNAME[@]} - 1; i++)); do
 		from+=", in ${FUNCNAME[i]}() called from $(_shstk_where "${BASH_SOURCE[i + 1]}"):${BASH_LINENO[i]}"
 	done
-	cmd="'$cmd'"
-	[[ $statuses != *' '* ]] || cmd="the pipeline ending in $cmd (its statuses: $statuses)"
-	_shstk_stopped "$where: $cmd failed with status $rc$from"
+	case "$cmd" in
+	return*)
+		# BASH_COMMAND is the function's own return: the call is
+		# the line's text.
+		cmd=$(sed -n "${line}{s/^[[:space:]]*//;p}" "$file" 2>/dev/null) || cmd=''
+		cmd="'${cmd:-a function call}' returned $rc"
+		;;
+	*)
+		cmd="'$cmd'"
+		[[ $statuses != *' '* ]] || cmd="the pipeline ending in $cmd (its statuses: $statuses)"
+		cmd+=" failed with status $rc"
+		;;
+	esac
+	[ -z "$_shstk_step" ] || from+=", in the step \"$_shstk_step\" after $(($(date +%s) - _shstk_step_t0)) s"
+	_shstk_stopped "$where: $cmd$from"
 }
 # A source file as messages name it: relative to the repository.
 _shstk_where() { printf '%s' "${1#"$SHSTK_TOP"/}"; }
@@ -86,12 +99,13 @@ trap '_shstk_failed "$?" "${PIPESTATUS[*]}" "$BASH_COMMAND" "$LINENO"' ERR
 # What the harness needs of the host, checked by every entry point before
 # it downloads or builds anything (once: the scripts it starts skip it):
 # the host's own tools, and root, which the toolbox's debootstrap and
-# chroot need unless every tool comes from the host (scripts/tools/tb).
+# chroot need unless every tool comes from the host (scripts/tools/tb;
+# the bpftrace root filesystem's debootstrap needs root either way).
 host_check() {
 	local t lacking=()
 	[ -z "${SHSTK_HOST_CHECKED:-}" ] || return 0
 	for t in git:git python3:python3 flock:util-linux unshare:util-linux dpkg-deb:dpkg \
-		apt-get:apt tar:tar xz:xz-utils gzip:gzip; do
+		apt-get:apt tar:tar xz:xz-utils gzip:gzip pgrep:procps pkill:procps; do
 		command -v "${t%%:*}" >/dev/null || lacking+=("${t%%:*} (package ${t#*:})")
 	done
 	if [ "${#lacking[@]}" -gt 0 ]; then
@@ -106,19 +120,22 @@ host_check() {
 }
 
 # Run a long step with a start and end line, so the user sees progress and
-# how long each step took.
+# how long each step took.  The command runs outside any condition, so that
+# set -e stops at its first failure, which the ERR trap names with the step.
+# Never call step itself in a condition: that would switch set -e off in it.
+#   step WHAT CMD ARGS...
 step() {
-	local what=$1 t0 rc=0
+	local what=$1 t0
 	shift
 	t0=$(date +%s)
 	msg "$what ..."
-	"$@" || rc=$?
-	if [ "$rc" -ne 0 ]; then
-		msg "$what: FAILED (exit $rc) after $(($(date +%s) - t0)) s"
-		return "$rc"
-	fi
+	_shstk_step=$what _shstk_step_t0=$t0
+	"$@"
+	_shstk_step=''
 	msg "$what: done in $(($(date +%s) - t0)) s"
 }
+_shstk_step=''
+_shstk_step_t0=0
 
 # Seconds since T0 (an $EPOCHREALTIME), with one decimal ("took 3.2"), or
 # PLACES of them.
@@ -186,8 +203,8 @@ lock_or_wait() {
 	exec {fd}>"$1"
 	if ! flock -n "$fd"; then
 		msg "waiting for $2"
-		# Polled: a blocking flock would outlive a TERM to this script
-		# and take the lock after it was gone.
+		# Polled: a TERM trap waits for a foreground child to end,
+		# and a blocking flock ends only when the other run does.
 		until flock -n "$fd"; do sleep 0.2; done
 	fi
 }
@@ -584,8 +601,19 @@ _shstk_group_alive() {
 # Stop what PID started in the process group it leads (GNU timeout makes
 # one for itself and its command): TERM, and KILL to what is left after 2
 # s.  Before PID leads a group of its own, PID alone gets the signals.
-#   stop_group PID
+# With --reaped (PID was waited for, so its number may be another's by
+# now) only a group that still has a process is signalled: a live member
+# keeps the group's id from being reused.
+#   stop_group [--reaped] PID
 stop_group() {
+	local reaped=''
+	[ "$1" != --reaped ] || { reaped=1; shift; }
+	if [ -n "$reaped" ]; then
+		_shstk_group_alive "$1" || return 0
+		kill -TERM -- "-$1" 2>/dev/null || true
+		poll_until_gone 2 _shstk_group_alive "$1" || kill -KILL -- "-$1" 2>/dev/null || true
+		return 0
+	fi
 	kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
 	poll_until_gone 2 _shstk_group_alive "$1" && ! _shstk_pid_alive "$1" && return 0
 	kill -KILL -- "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null || true

@@ -125,6 +125,9 @@ for a in $arches; do
 	arch_resolve a "$a"
 	arch_list+=("$a")
 done
+# One make test at a time in this checkout: its logs and tables are
+# rewritten below (its own side lane, started later, takes no lock).
+lock_out "$LOG"
 mkdir -p "$LOG"
 # The builds found current once (lib.sh, build_checked): the later steps'
 # runs, the side lane's too, take them as they are.
@@ -224,4 +227,5 @@ PYTHONPATH=$SHSTK_TOP py -m checks.junit make-test "$LOG" "$LOG/results.junit.xm
 # no regression), a check in make bench.
 msg "time budgets (config/test-budgets):"
 PYTHONPATH=$SHSTK_TOP py -m checks.budgets "$LOG/steps.tsv" >&2 || true
-PYTHONPATH=$SHSTK_TOP py -m checks.summary "$LOG" "${steps[@]}"
+# The verdict is the exit status: a failed step is no error of the script.
+PYTHONPATH=$SHSTK_TOP py -m checks.summary "$LOG" "${steps[@]}" || exit

@@ -29,17 +29,19 @@ else
 fi
 [ "${#scripts[@]}" -gt 0 ] || die "no trace scripts given"
 OUT=$EMU_OUT/trace
-# The trace-SCRIPT.log files beside it are this run's too.
-lock_out "$OUT"
 for i in "${!scripts[@]}"; do
 	scripts[i]=$(basename "${scripts[i]}" .bt)
 	[ -f "$SHSTK_TOP/trace/${scripts[i]}.bt" ] || die "no trace script trace/${scripts[i]}.bt"
-	rm -f "$EMU_OUT/trace-${scripts[i]}.log"
 done
 list=$(IFS=,; echo "${scripts[*]}")
 PROG=${4:-}
 # Checked before any long step (a kernel build takes minutes).
 [ -z "$PROG" ] || prog_check "$PROG"
+# The trace-SCRIPT.log files beside it are this run's too.
+lock_out "$OUT"
+for s in "${scripts[@]}"; do
+	rm -f "$EMU_OUT/trace-$s.log"
+done
 
 if [ -n "$PROG" ]; then
 	build_kernel_and_guest --prog "$PROG"

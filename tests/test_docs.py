@@ -57,7 +57,15 @@ class HelpAndReadmeTest(unittest.TestCase):
         self.assertEqual(in_help, in_readme)
 
 
-class DocumentPathsTest(unittest.TestCase):
+class DocumentsTest(unittest.TestCase):
+    def test_no_placeholder_left(self):
+        left = []
+        for doc in documents():
+            with open(doc) as f:
+                left += [f"{os.path.relpath(doc, TOP)}:{n}: {m}" for n, line in enumerate(f, 1)
+                         for m in re.findall(r"@[A-Z_]+@", line)]
+        self.assertEqual(left, [])
+
     def test_every_path_named_exists(self):
         missing = []
         for doc in documents():

@@ -369,6 +369,7 @@ class ContextTest(unittest.TestCase):
     def setUp(self):
         self.state = gdbmock.reset("x86_64")
         context.SETTINGS.update(on=False, words=6, colour="auto")
+        commands._valid_in_copy_thread.clear()
 
     def good_target(self):
         task = x86_task(ssp=0x7f0000002ff0)

@@ -94,8 +94,6 @@ if [ "${1:-}" = --check ]; then
 fi
 have=$(cat "$SRC/.shstk-series" 2>/dev/null || true)
 edits=$(git_src status --porcelain --untracked-files=no)
-# Gone until this run has made the tree what they describe.
-rm -f "$SRC/.shstk-edits"
 if [ "$want" = "$have" ]; then
 	# A developer hacking the tree directly: build with the edits, say so.
 	if [ -n "$edits" ]; then
@@ -112,6 +110,8 @@ if [ -n "$edits" ]; then
 	fi
 	warn "discarding local edits in $SRC (SHSTK_DISCARD_EDITS=1)"
 fi
+# Gone while the tree changes: no later step may take it for this tree.
+rm -f "$SRC/.shstk-edits"
 apply_series
 git_src checkout -q -f --detach "$(git -C "$AM" rev-parse HEAD)"
 # checkout -f left no edits behind.

@@ -39,9 +39,43 @@ mkdir -p "$OUT"
 rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json" "$OUT/first-output" "$OUT/emulator.cmd"
 : >"$OUT/console.log"
 : >"$OUT/guest.out"
-# An emulator may need its boot medium made first (Bochs: an ISO).
+follower=''
+emu_pid=''
+emu_reaped=''
+emu_exit_seen=''
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+	# The follower first (its tail would run until this script ends).
+	# No wait here, for it or the emulator: in a trap, bash may already
+	# have collected a child without noticing, and a wait for it blocks
+	# until another child ends: the emulator, at the end of the guest's
+	# whole run (lib.sh, _shstk_pid_alive).
+	if [ -n "$follower" ]; then
+		{
+			pkill -P "$follower" || true
+			kill "$follower" || true
+		} 2>/dev/null
+	fi
+	# An emulator whose exit timeout reported (its status, not a
+	# signal's) left nothing: timeout waits for it.  Otherwise its whole
+	# process group goes: timeout makes one of its own, with its pid, for
+	# itself and the emulator, so a wrapper killed on the way cannot
+	# leave the emulator running, and nothing of another run is touched.
+	[ -n "$emu_pid" ] && [ -z "$emu_exit_seen" ] || return 0
+	stop_group ${emu_reaped:+--reaped} "$emu_pid"
+}
+# Before the boot medium is made: making it may boot a VM (a Bochs
+# snapshot), which a TERM must stop too.
+trap cleanup EXIT
+# INT reaches this script only when a user runs it in the foreground: as a
+# background child of another script it starts with SIGINT ignored, and its
+# parent passes a Ctrl-C on as TERM (lib.sh, start_child).
+exit_on_signals
+
+# An emulator may need its boot medium made first (Bochs: an ISO).  Not
+# in a condition, which would switch set -e off inside it.
 if declare -F emu_prepare >/dev/null; then
-	emu_prepare || die "preparing the $EMU boot medium failed"
+	emu_prepare
 fi
 emu_command
 # The command line, as a shell would take it: to run this VM again by hand.
@@ -73,32 +107,6 @@ follow() {
 }
 follow 2>/dev/null &
 follower=$!
-emu_pid=
-emu_ended=
-# shellcheck disable=SC2317  # called by the EXIT trap
-cleanup() {
-	# The follower first (its tail would run until this script ends).
-	# No wait here, for it or the emulator: in a trap, bash may already
-	# have collected a child without noticing, and a wait for it blocks
-	# until another child ends: the emulator, at the end of the guest's
-	# whole run (lib.sh, _shstk_pid_alive).
-	{
-		pkill -P "$follower" || true
-		kill "$follower" || true
-	} 2>/dev/null
-	# An emulator whose end was seen (timeout's status, not a signal's)
-	# left nothing: timeout waits for it.  Otherwise its whole process
-	# group goes: timeout makes one of its own, with its pid, for itself
-	# and the emulator, so a wrapper killed on the way cannot leave the
-	# emulator running, and nothing of another run is touched.
-	[ -n "$emu_pid" ] && [ -z "$emu_ended" ] || return 0
-	stop_group "$emu_pid"
-}
-trap cleanup EXIT
-# INT reaches this script only when a user runs it in the foreground: as a
-# background child of another script it starts with SIGINT ignored, and its
-# parent passes a Ctrl-C on as TERM (lib.sh, start_child).
-exit_on_signals
 
 t0=$EPOCHREALTIME
 rc=0
@@ -112,7 +120,8 @@ klog_lines=$(dmesg 2>/dev/null | wc -l) || klog_lines=
 "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$TIMEOUT" "${EMU_CMD[@]}" </dev/null >"$OUT/emulator.log" 2>&1 &
 emu_pid=$!
 wait "$emu_pid" || rc=$?
-[ "$rc" -gt 128 ] || emu_ended=1
+emu_reaped=1
+[ "$rc" -gt 128 ] || emu_exit_seen=1
 # Died of a signal (timeout's own expiry is 124): what the host kernel said
 # about it (program, address, library) goes to the end of emulator.log,
 # which checks/report.py shows with the failure.

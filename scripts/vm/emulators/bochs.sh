@@ -102,7 +102,7 @@ LABEL linux
 CFG
 	tb xorriso -as mkisofs -quiet -o "$dir/boot.iso" -b isolinux/isolinux.bin -c isolinux/boot.cat \
 		-no-emul-boot -boot-load-size 4 -boot-info-table "$iso" >"$dir/xorriso.log" 2>&1 ||
-		{ msg "making $dir/boot.iso failed; see $dir/xorriso.log"; return 1; }
+		die "making $dir/boot.iso failed; see $dir/xorriso.log"
 	rm -rf "$iso"
 }
 
@@ -148,7 +148,7 @@ bochs_payload() {
 
 # A cold boot: the run's kernel command line and guest image on the ISO.
 bochs_cold() {
-	bochs_iso "$OUT" "$KERNEL_CMDLINE" "$INITRD" || return 1
+	bochs_iso "$OUT" "$KERNEL_CMDLINE" "$INITRD"
 	bochs_rc "$OUT/boot.iso" "$OUT" >"$OUT/bochsrc"
 	if [ -n "${GDB_PORT:-}" ]; then
 		echo "gdbstub: enabled=1, port=$GDB_PORT, text_base=0, data_base=0, bss_base=0" >>"$OUT/bochsrc"
@@ -169,14 +169,16 @@ bochs_snapshot_rc() {
 bochs_snapshot_save() {
 	local tmp=$1
 	mkdir -p "$tmp/run" "$tmp/snap"
-	bochs_iso "$tmp" "$3" "$4" || die "making the Bochs snapshot's boot medium failed"
+	bochs_iso "$tmp" "$3" "$4"
 	printf 'none\n' >"$tmp/run/empty"
 	bochs_payload "$tmp/run/payload.img" "" "$tmp/run/empty"
 	bochs_snapshot_rc "$tmp" >"$tmp/bochsrc"
 	# Bochs exits 1 after a save, as on a power-off or a panic: the
 	# log line and the saved configuration tell a save.
-	tb timeout -k 5 300 "$BOCHS_BIN" -q -f "$tmp/bochsrc" -save "$tmp/snap" </dev/null \
-		>"$tmp/run/emulator.log" 2>&1 || true
+	# A child that a TERM to vm/boot.sh stops (lib.sh start_child); in the
+	# foreground it would hold the TERM back until it ended.
+	run_child "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "$BOCHS_BIN" -q -f "$tmp/bochsrc" \
+		-save "$tmp/snap" </dev/null >"$tmp/run/emulator.log" 2>&1 || true
 	if ! grep -qs "saving the Bochs state to" "$tmp/run/bochs.log" "$tmp/run/emulator.log" ||
 		[ ! -f "$tmp/snap/config" ]; then
 		die "making the Bochs snapshot failed: see $tmp/run/console.log and $tmp/run/bochs.log" \
