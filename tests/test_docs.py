@@ -42,19 +42,19 @@ def readme_table():
 
 
 class HelpAndReadmeTest(unittest.TestCase):
-    def test_same_targets(self):
-        in_help = set(re.findall(r"^  make ([\w-]+)", make_help(), re.M))
-        in_readme = {m.group(1) for cell in readme_table()
-                     for m in [re.match(r"make ([\w-]+)", cell)] if m}
+    def assert_same(self, name):
+        """make help's entries and the README table's first cells that
+        start with the regex @name (its first group) are the same set."""
+        in_help = set(re.findall(r"^  " + name, make_help(), re.M))
+        in_readme = {m.group(1) for cell in readme_table() for m in [re.match(name, cell)] if m}
         self.assertTrue(in_help)
         self.assertEqual(in_help, in_readme)
 
+    def test_same_targets(self):
+        self.assert_same(r"make ([\w-]+)")
+
     def test_same_options(self):
-        in_help = set(re.findall(r"^  ([A-Z_]+)=", make_help(), re.M))
-        in_readme = {m.group(1) for cell in readme_table()
-                     for m in [re.match(r"([A-Z_]+)=", cell)] if m}
-        self.assertTrue(in_help)
-        self.assertEqual(in_help, in_readme)
+        self.assert_same(r"([A-Z_]+)=")
 
 
 class DocumentsTest(unittest.TestCase):
