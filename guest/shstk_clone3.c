@@ -10,6 +10,7 @@
  * with a raw syscall: children use no libc and report through a shared page.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,7 +21,9 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/io_uring.h>
 
 #include "lib/shstk.h"
 #include "lib/ktap.h"
@@ -947,6 +950,88 @@ static enum verdict failed_fork_frees_shadow_stack(void)
 	return PASS;
 }
 
+/* Exit statuses of io_worker_child() that are not a verdict of the kernel. */
+#define EXIT_NO_IO_URING	98
+#define EXIT_SETUP_FAILED	97
+#define EXIT_WORKER_STAYED	96
+#define EXIT_NOT_MAPPED		95
+
+/* The threads of this process, from /proc/self/task. */
+static int self_threads(void)
+{
+	struct dirent *e;
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Wait up to 5 s for this process to have @n threads. */
+static bool wait_threads(int n)
+{
+	int i;
+
+	for (i = 0; i < 500 && self_threads() != n; i++)
+		usleep(10000);
+	return self_threads() == n;
+}
+
+/*
+ * In a forked process with shadow stacks on: start an io_uring SQPOLL
+ * thread (a worker the kernel creates with CLONE_VM from this thread,
+ * create_io_thread()), close the ring so that it exits, then return
+ * through the shadow stack.  A worker that took its creator's shadow
+ * stack for its own frees it when it exits, and the return below faults.
+ */
+static int io_worker_child(void)
+{
+	struct io_uring_params p = { .flags = IORING_SETUP_SQPOLL, .sq_thread_idle = 10 };
+	uint64_t ssp = read_ssp();
+	struct report r = { 0 };
+	long fd;
+
+	if (!smaps_shstk(ssp, NULL, NULL))
+		return EXIT_NOT_MAPPED;
+	fd = syscall(__NR_io_uring_setup, 4, &p);
+	if (fd < 0)
+		return errno == ENOSYS ? EXIT_NO_IO_URING : EXIT_SETUP_FAILED;
+	if (!wait_threads(2))
+		return EXIT_SETUP_FAILED;
+	close(fd);
+	if (!wait_threads(1))
+		return EXIT_WORKER_STAYED;
+	if (!smaps_shstk(ssp, NULL, NULL))
+		return EXIT_NOT_MAPPED;
+	return nested(&r, NESTED_DEPTH) == 1 + NESTED_DEPTH * (NESTED_DEPTH + 1) / 2 ? 0 : 1;
+}
+
+/* A kernel-created worker's exit leaves its creator's shadow stack alone. */
+static enum verdict io_worker_exit_keeps_creator_shstk(void)
+{
+	long pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(io_worker_child());
+	CHECK(pid > 0, "fork: %s", strerror(errno));
+	st = reap(pid);
+	if (st == EXIT_NO_IO_URING)
+		SKIP_CASE("this kernel has no io_uring (CONFIG_IO_URING)");
+	CHECK(st != 1000 + SIGSEGV,
+	      "SIGSEGV after the io_uring SQPOLL thread exited: it freed its creator's shadow stack");
+	CHECK(st != EXIT_NOT_MAPPED, "the creator's shadow stack is no longer mapped");
+	CHECK(st != EXIT_SETUP_FAILED,
+	      "io_uring_setup(IORING_SETUP_SQPOLL) failed or started no thread");
+	CHECK(st != EXIT_WORKER_STAYED,
+	      "the SQPOLL thread did not exit within 5 s of the ring's close");
+	CHECK(st == 0, "the forked creator ended with status %d", st);
+	return PASS;
+}
+
 /* 9: two threads race clone3() on one token: exactly one wins each round. */
 static enum verdict race_same_token_one_wins(void)
 {
@@ -1088,6 +1173,7 @@ static const struct shstk_case cases[] = {
 	{ "threads_64_own_shstk", true, false, threads_64_own_shstk },
 	{ "memory_256_threads", true, false, memory_256_threads },
 	{ "failed_fork_frees_shadow_stack", true, false, failed_fork_frees_shadow_stack },
+	{ "io_worker_exit_keeps_creator_shstk", true, false, io_worker_exit_keeps_creator_shstk },
 	{ "race_same_token_one_wins", true, false, race_same_token_one_wins },
 };
 
