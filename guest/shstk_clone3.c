@@ -950,6 +950,56 @@ static enum verdict failed_fork_frees_shadow_stack(void)
 	return PASS;
 }
 
+/*
+ * clone3(CLONE_VM | CLONE_PIDFD) with no file descriptor left for the pidfd
+ * fails with EMFILE: the token must still be valid, and a retry with it
+ * start the child just above it.
+ */
+static enum verdict pidfd_emfile_leaves_token_for_retry(void)
+{
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	struct rlimit old, lim;
+	int fd, pidfd = -1;
+	long ret, pid;
+	struct clone_args args = {
+		.flags = CLONE_VM | CLONE_PIDFD,
+		.pidfd = (uint64_t)&pidfd,
+		.exit_signal = SIGCHLD,
+		.stack = (uint64_t)map_stack(CHILD_STACK),
+		.stack_size = CHILD_STACK,
+		.shadow_stack_token = token,
+	};
+
+	CHECK(token, "map_shadow_stack failed");
+	CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0, "getrlimit: %s", strerror(errno));
+	/* The lowest free descriptor: with the limit there, none is left. */
+	fd = fcntl(0, F_DUPFD, 0);
+	CHECK(fd >= 0, "F_DUPFD: %s", strerror(errno));
+	close(fd);
+	lim = old;
+	lim.rlim_cur = fd;
+	CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0, "setrlimit: %s", strerror(errno));
+	ret = clone3_run(&args, CLONE_ARGS_SIZE_VER3, child_report, r);
+	CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0, "setrlimit: %s", strerror(errno));
+	if (ret > 0)
+		reap(ret);
+	CHECK(ret == -EMFILE, "clone3 with no descriptor left returned %ld, expected -EMFILE", ret);
+	CHECK(shstk_peek(token) == shstk_expected_token(token),
+	      "the failed clone3() left the token word %#lx, expected %#lx",
+	      (long)shstk_peek(token), (long)shstk_expected_token(token));
+	r->ssp = 0;
+	pid = clone3_run(&args, CLONE_ARGS_SIZE_VER3, child_report, r);
+	CHECK(pid > 0, "the retry with the same token returned %ld", pid);
+	CHECK(reap(pid) == 0, "child did not exit 0");
+	close(pidfd);
+	CHECK(r->ssp == token + SHSTK_SLOT, "child ssp %#lx, expected %#lx",
+	      (long)r->ssp, (long)(token + SHSTK_SLOT));
+	CHECK(shstk_peek(token) == 0, "token not consumed by the retry: %#lx",
+	      (long)shstk_peek(token));
+	return PASS;
+}
+
 /* Exit statuses of io_worker_child() that are not a verdict of the kernel. */
 #define EXIT_NO_IO_URING	98
 #define EXIT_SETUP_FAILED	97
@@ -1173,6 +1223,7 @@ static const struct shstk_case cases[] = {
 	{ "threads_64_own_shstk", true, false, threads_64_own_shstk },
 	{ "memory_256_threads", true, false, memory_256_threads },
 	{ "failed_fork_frees_shadow_stack", true, false, failed_fork_frees_shadow_stack },
+	{ "pidfd_emfile_leaves_token_for_retry", true, false, pidfd_emfile_leaves_token_for_retry },
 	{ "io_worker_exit_keeps_creator_shstk", true, false, io_worker_exit_keeps_creator_shstk },
 	{ "race_same_token_one_wins", true, false, race_same_token_one_wins },
 };
