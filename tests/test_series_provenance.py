@@ -36,10 +36,6 @@ NOT_HIS = {
     "0004-fork-Add-shadow-stack-support-to-clone3.patch":
         "rebuilt by the project from the series' description: v19's 4/8 was not among "
         "the mails it started from",
-    "0008-selftests-clone3-Factor-more-of-main-loop-into-test_.patch":
-        "his 6/8 rewritten by the project; to go back under his name (issue #38)",
-    "0009-selftests-clone3-Allow-tests-to-flag-if-E2BIG-is-a-v.patch":
-        "his 7/8 rewritten by the project; to go back under his name (issue #38)",
 }
 
 
