@@ -29,9 +29,7 @@ shift 2
 [ "${#arches[@]}" -gt 0 ] || die "no architectures given"
 
 # A mistyped EMU must not leave every arch out and pass.
-if [ -n "$emu" ] && [[ " $(emulators | paste -sd' ') " != *" $emu "* ]]; then
-	die "unknown EMU '$emu' (use $(emulators | paste -sd' ' | sed 's/ / or /g'))"
-fi
+[ -z "$emu" ] || emu_check "$emu"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

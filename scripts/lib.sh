@@ -440,6 +440,14 @@ emulators() {
 	done
 }
 
+# EMU must name a backend in scripts/vm/emulators/; dies naming the ones
+# there are.   emu_check EMU
+emu_check() {
+	if [[ ! $1 =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$SHSTK_TOP/scripts/vm/emulators/$1.sh" ]; then
+		die "unknown EMU '$1' (use $(emulators | paste -sd' ' | sed 's/ / or /g'))"
+	fi
+}
+
 # The backends that emulate ARCH (their emu_declare accepts it).
 emulators_for() {
 	local e
@@ -450,9 +458,7 @@ emulators_for() {
 # shellcheck disable=SC2034  # used by the scripts that source this file
 emu_vars() {
 	EMU=${1:-$SHSTK_DEFAULT_EMU}
-	if [[ ! $EMU =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$SHSTK_TOP/scripts/vm/emulators/$EMU.sh" ]; then
-		die "unknown EMU '$EMU' (use $(emulators | paste -sd' ' | sed 's/ / or /g'))"
-	fi
+	emu_check "$EMU"
 	# A backend's optional functions must not outlive it in a shell that
 	# sources several (make test).
 	unset -f emu_prepare emu_build_command
