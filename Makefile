@@ -19,6 +19,10 @@ PROG ?=
 # BASELINE=1: the same, on the pristine kernel without the series (A/B).
 BASELINE ?=
 export SHSTK_BASELINE := $(BASELINE)
+# SERIES=: another version of the series than patches/ (a folder of
+# patches or mails, or an mbox), in a tree and builds of its own.
+SERIES ?=
+export SHSTK_SERIES := $(if $(SERIES),$(abspath $(SERIES)))
 # XSAVE_SECONDS=: how long x86's XSAVE state stress runs in make run and make
 # fuzz (guest seconds; scripts/run.sh and scripts/fuzz.sh hold the defaults).
 export XSAVE_SECONDS
@@ -41,7 +45,7 @@ each_arch = exec $(S)/each-arch.sh $(if $(ARCH),,--emu $(call quote,$(EMU))) $(1
 # PROG is one architecture's program: it needs ARCH.
 prog_needs_arch = $(if $(PROG),$(if $(ARCH),,$(error PROG= needs ARCH= (a static program is built for one architecture))))
 
-.PHONY: help toolbox kernel smoke run test check-series unit lint debug gdb-check \
+.PHONY: help toolbox kernel smoke run test check-series cover-letter unit lint debug gdb-check \
 	trace replay replay-check fuzz bench clean
 
 # `make help` prints the "##" lines below, the one list of targets and
@@ -117,9 +121,15 @@ fuzz:
 bench:
 	$(S)/bench.sh
 
-## make check-series | git am the series onto the pristine tree, checkpatch it
+## make check-series [BISECT=1] | git am the series onto the pristine tree, checkpatch it;
+##  | BISECT=1: also build every prefix for each arch, boot the clone3 selftest on the last
 check-series:
-	$(S)/check-series.sh
+	$(S)/check-series.sh $(if $(filter 1,$(BISECT)),--bisect)
+
+## make cover-letter | the series as mails in out/cover-letter/: format-patch --cover-letter
+##  | --base, Cc lists, changelog and the harness's evidence; checkpatch --strict
+cover-letter:
+	$(S)/cover-letter.sh $(call quote,$(SEND_VERSION))
 
 ## make unit | the host-side unit tests (no VM)
 unit:
@@ -146,6 +156,9 @@ clean:
 ## QEMU=patched|stock | x86_64, riscv64 under QEMU: the project's QEMU (patches/qemu/:
 ##  | CET in TCG, Zicfiss fixes; the default) or Debian's (stock)
 ## BASELINE=1 | with kernel, run, smoke: the pristine kernel, for A/B
+## SEND_VERSION=N | with cover-letter: the version the mails say they are (24)
+## SERIES=DIR|MBOX | every target but bench: another version of the series (patches or
+##  | mails; patches/vN/ adds what the project needs for vN)
 ## XSAVE_SECONDS=N | x86: the suite's XSAVE state stress (20 guest s under QEMU,
 ##  | 2 under Bochs; 60 in make fuzz)
 ## SHSTK_SNAPSHOT=0 | boot cold instead of restoring a post-boot snapshot

@@ -113,6 +113,10 @@ def main(argv):
     counts["fail"] += len(problems)
     print(f"gdb-check {arch}: {counts['pass']} passed, {counts['fail']} failed, "
           f"{counts['skip']} skipped")
+    # The verdict for what reads the results later (checks/evidence.py).
+    with open(os.path.join(outdir, "gdb-check.json"), "w") as f:
+        json.dump({"passed": counts["pass"], "failed": counts["fail"],
+                   "skipped": counts["skip"]}, f)
     return 1 if counts["fail"] else 0
 
 

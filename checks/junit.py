@@ -39,8 +39,9 @@ def suite(name, cases):
     return el
 
 
-def run_suites(arch, emu, programs, run_problems):
-    """<testsuite> elements for one guest run (checks.report's programs)."""
+def run_suites(arch, emu, programs, run_problems, properties=None):
+    """<testsuite> elements for one guest run (checks.report's programs),
+    each with @properties (name: value), what the run was of."""
     suites = []
     for prog in programs:
         classname = f"{arch}.{emu}.{prog.name}"
@@ -61,6 +62,11 @@ def run_suites(arch, emu, programs, run_problems):
     if run_problems:
         suites.append(suite(f"{arch}/{emu} (run)",
                             [(f"{arch}.{emu}.run", "(vm)", "fail", p) for p in run_problems]))
+    for el in suites if properties else ():
+        props = ET.Element("properties")
+        for name, value in properties.items():
+            ET.SubElement(props, "property", name=name, value=str(value))
+        el.insert(0, props)
     return suites
 
 

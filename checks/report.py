@@ -83,6 +83,14 @@ def load(outdir):
     return vm, read("console.log") or "", read("guest.out") or ""
 
 
+def series_of(vm):
+    """What the booted kernel's tree had applied (vm.json, from the tree's
+    stamps): {series, series_hash, local_edits}, or {} from an older run."""
+    if "series" not in vm:
+        return {}
+    return {k: vm.get(k) for k in ("series", "series_hash", "local_edits")}
+
+
 def signal_of(vm):
     """The signal the emulator died of, from its shell exit status, or None."""
     rc = vm.get("exit")
@@ -254,9 +262,9 @@ def main(argv):
     passed, failed, skipped = counts(programs, run_problems)
     write_ktap(os.path.join(outdir, "results.ktap"), programs)
     junit.write(os.path.join(outdir, "results.junit.xml"),
-                junit.run_suites(arch, emu, programs, run_problems))
+                junit.run_suites(arch, emu, programs, run_problems, series_of(vm)))
     result = {
-        "arch": arch, "emu": emu, "guest": info, "vm": vm,
+        "arch": arch, "emu": emu, "guest": info, "vm": vm, **series_of(vm),
         "passed": passed, "failed": failed, "skipped": skipped,
         "run_problems": run_problems,
         "programs": [{
@@ -272,6 +280,10 @@ def main(argv):
         xstate = f", FPU state {info['xstate']}" if "xstate" in info else ""
         print(f"guest: kernel {info.get('kernel', '?')} on {info.get('arch', '?')}, "
               f"cpu shadow stack: {info.get('cpu_shstk', '?')}{xstate}")
+    series = series_of(vm)
+    if series:
+        edits = " + local changes" if series["local_edits"] else ""
+        print(f"series: {series['series']}, hash {series['series_hash']}{edits}")
     print(table(arch, emu, programs, run_problems))
     if signal_of(vm) is not None:
         print(f"the emulator died{died_of(vm)}; the end of {outdir}/emulator.log:")

@@ -31,7 +31,7 @@ PROG_COMM = "shstk_gdb"
 # The context view is drawn at every stop of make debug: it has to be quick
 # (0.5 s is the goal under QEMU; this bound only catches a slow one).
 CONTEXT_SECONDS = 2.0
-# struct clone_args: shadow_stack_token is the u64 at offset 88 (VER3).
+# struct clone_args: the token is the u64 at offset 88 (VER3).
 TOKEN_OFFSET = 88
 HEX = {"token", "token_word", "ssp", "word_before", "word_after", "expected_word"}
 # What shstk-clone-args's verdict (decode.clone3_verdict) says at each stage
@@ -186,8 +186,9 @@ def check_commands(run, case):
     """make debug's own commands, run at the same stop: what they print must
     agree with what this script read (they share the readers, not the
     formatting, and nothing else runs them unattended)."""
+    from shstk.commands import token_field
     out = gdb.execute("shstk-clone-args", to_string=True)
-    want = [f"shadow_stack_token {case.token:#x}",
+    want = [f"{token_field()} {case.token:#x}",
             DEBUG_VERDICT[scenario.stage(case.name, run.shstk_on)]]
     if scenario.stage(case.name, run.shstk_on) == "accepted":
         want += ["valid token", "in a shadow stack VMA"]
@@ -196,7 +197,7 @@ def check_commands(run, case):
     missing = [w for w in want if w not in out]
     view = gdb.execute("shstk-context", to_string=True)
     accepted = scenario.stage(case.name, run.shstk_on) == "accepted"
-    problems, seconds = context_problems(view, case.token, accepted)
+    problems, seconds = context_problems(view, f"{token_field()} {case.token:#x}", accepted)
     missing += problems
     return run.record(scenario.STEP_COMMANDS, case.name,
                       "shstk-clone-args, shstk-token, shstk-vmas, shstk-context",
@@ -206,13 +207,13 @@ def check_commands(run, case):
                       output=(out + view).strip().splitlines())
 
 
-def context_problems(view, token, accepted):
+def context_problems(view, token_line, accepted):
     """What is wrong with make debug's context view at a copy_thread stop:
-    it must show @token and the verdict, have done every read (a failed one
+    it must show @token_line ("shstk_token 0x...") and the verdict, have done every read (a failed one
     is a line "  SECTION: cannot read WHAT: WHY"), and be quick (its own
     timing, in its footer).  (problems, seconds)."""
     verdict = "accepted" if accepted else "refused"
-    problems = [w for w in (f"shadow_stack_token {token:#x}", f"clone3(): {verdict}")
+    problems = [w for w in (token_line, f"clone3(): {verdict}")
                 if w not in view]
     problems += [f"no failed read: {line.strip()}" for line in view.splitlines()
                  if re.match(r"\s+[a-z]+: cannot read ", line) or "internal error" in line]

@@ -71,8 +71,8 @@ def token_and_word():
     """At a stop in arch_shstk_validate_clone(): the token clone3() was
     given, and the word there now, in the caller's memory."""
     from shstk import tasks, usermem
-    args = gdb.selected_frame().read_var("args")
-    token = int(args["shadow_stack_token"]) & U64
+    from shstk.commands import token_of
+    token = token_of(gdb.selected_frame().read_var("args"))
     word = usermem.read_u64(usermem.task_mm(tasks.on_cpu()), token)
     return token, word
 

@@ -271,7 +271,7 @@ static void one_call(void)
 	ext->args.exit_signal = c.flags & CLONE_THREAD ? 0 : SIGCHLD;
 	ext->args.child_tid = (uint64_t)&ctid;
 	ctid = -1;
-	ext->args.shadow_stack_token = c.token;
+	ext->args.SHSTK_TOKEN_FIELD = c.token;
 	if (c.flags & CLONE_VM) {
 		ext->args.stack = (uint64_t)stack_area;
 		ext->args.stack_size = STACK;
@@ -384,7 +384,7 @@ static unsigned long race(unsigned long rounds)
 			racers[i].args.exit_signal = SIGCHLD;
 			racers[i].args.stack = (uint64_t)(stack_area + (2 + i) * STACK);
 			racers[i].args.stack_size = STACK;
-			racers[i].args.shadow_stack_token = token;
+			racers[i].args.SHSTK_TOKEN_FIELD = token;
 			racers[i].go = &go;
 			memset(&ra, 0, sizeof(ra));
 			ra.flags = CLONE_VM;

@@ -4,7 +4,7 @@
  * point per case.
  *
  * The parent maps shadow stacks with map_shadow_stack(SHADOW_STACK_SET_TOKEN)
- * and passes the token's address in clone_args.shadow_stack_token.  Children
+ * and passes the token's address in clone_args (its token field).  Children
  * run through clone3_run() (lib/shstk.h), which reads the child's shadow
  * stack pointer before anything is pushed, calls a child function and exits
  * with a raw syscall: children use no libc and report through a shared page.
@@ -252,7 +252,7 @@ static long start_child(uint64_t flags, uint64_t token, size_t size,
 	memset(&ext, 0, sizeof(ext));
 	ext.args.flags = flags;
 	ext.args.exit_signal = SIGCHLD;
-	ext.args.shadow_stack_token = token;
+	ext.args.SHSTK_TOKEN_FIELD = token;
 	if (flags & CLONE_VM) {
 		ext.args.stack = (uint64_t)map_stack(CHILD_STACK);
 		ext.args.stack_size = CHILD_STACK;
@@ -832,8 +832,8 @@ static enum verdict mem_run(bool user, long *size_kb, long *rss_kb)
 		};
 
 		if (user) {
-			args.shadow_stack_token = new_token(PAGE, NULL);
-			CHECK(args.shadow_stack_token, "map_shadow_stack %d failed", i);
+			args.SHSTK_TOKEN_FIELD = new_token(PAGE, NULL);
+			CHECK(args.SHSTK_TOKEN_FIELD, "map_shadow_stack %d failed", i);
 		}
 		memset(&reports[i], 0, sizeof(reports[i]));
 		reports[i].fd = fds[0];
@@ -968,7 +968,7 @@ static enum verdict pidfd_emfile_leaves_token_for_retry(void)
 		.exit_signal = SIGCHLD,
 		.stack = (uint64_t)map_stack(CHILD_STACK),
 		.stack_size = CHILD_STACK,
-		.shadow_stack_token = token,
+		.SHSTK_TOKEN_FIELD = token,
 	};
 
 	CHECK(token, "map_shadow_stack failed");
@@ -1084,6 +1084,159 @@ static enum verdict io_worker_exit_keeps_creator_shstk(void)
 	return PASS;
 }
 
+/*
+ * A thread held inside a signal handler, whose frame left a token on its
+ * shadow stack, and what a clone3() with that token's address did.  In a
+ * MAP_SHARED page: the process that makes the call may not survive it.
+ */
+struct signal_frame {
+	volatile uint64_t handler_ssp;	/* the thread's SSP in the handler */
+	volatile int in_handler;
+	volatile int resumed;		/* the thread is back from the handler */
+	int release[2];			/* the handler blocks reading this */
+	uint64_t token;			/* the signal frame's token slot */
+	uint64_t word_before, word_after;
+	long ret;			/* what clone3() returned */
+	uint64_t child_ssp;
+};
+
+static struct signal_frame *signal_frame;
+
+static void signal_frame_handler(int sig)
+{
+	char c;
+
+	signal_frame->handler_ssp = read_ssp();
+	signal_frame->in_handler = 1;
+	raw_syscall(__NR_read, signal_frame->release[0], (long)&c, 1);
+}
+
+/*
+ * The thread: naps until its handler has run (the signal may come before
+ * its first nap), then says it is back from it.
+ */
+static long child_signal_wait(void *arg, uint64_t ssp)
+{
+	struct timespec nap = { .tv_nsec = 10000000 };
+
+	while (!signal_frame->in_handler)
+		raw_syscall(__NR_ppoll, 0, 0, (long)&nap);
+	signal_frame->resumed = 1;
+	for (;;)
+		raw_syscall(__NR_ppoll, 0, 0, 0);
+	return 0;
+}
+
+#define EXIT_NO_SIGNAL_TOKEN	94
+#define EXIT_NOT_RESUMED	93
+
+/*
+ * In a forked process: hold a thread in a signal handler, find the token
+ * its signal frame left on its shadow stack, and pass that address to
+ * clone3().  Returns to nobody: exits, or dies when the thread cannot
+ * return from its handler.
+ */
+static void signal_frame_child(void)
+{
+	struct signal_frame *f = signal_frame;
+	struct sigaction sa = { .sa_handler = signal_frame_handler };
+	struct clone_args thread = {
+		.flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD,
+		.stack = (uint64_t)map_stack(CHILD_STACK),
+		.stack_size = CHILD_STACK,
+	};
+	struct clone_args args = {
+		.flags = CLONE_VM,
+		.exit_signal = SIGCHLD,
+		.stack = (uint64_t)map_stack(CHILD_STACK),
+		.stack_size = CHILD_STACK,
+	};
+	long tid;
+	int i;
+
+	if (pipe(f->release) || sigaction(SIGUSR1, &sa, NULL))
+		_exit(EXIT_SETUP_FAILED);
+	tid = clone3_run(&thread, CLONE_ARGS_SIZE_VER3, child_signal_wait, NULL);
+	if (tid <= 0 || raw_syscall(__NR_tgkill, getpid(), tid, SIGUSR1))
+		_exit(EXIT_SETUP_FAILED);
+	for (i = 0; i < 500 && !f->in_handler; i++)
+		usleep(10000);
+	if (!f->in_handler)
+		_exit(EXIT_SETUP_FAILED);
+	/* The frame's token is a few slots above the handler's own calls. */
+	for (i = 0; i < 64 && !f->token; i++) {
+		uint64_t addr = f->handler_ssp + i * SHSTK_SLOT;
+
+		if (shstk_peek(addr) == shstk_signal_token(addr))
+			f->token = addr;
+	}
+	if (!f->token)
+		_exit(EXIT_NO_SIGNAL_TOKEN);
+	f->word_before = shstk_peek(f->token);
+	args.SHSTK_TOKEN_FIELD = f->token;
+	f->ret = clone3_run(&args, CLONE_ARGS_SIZE_VER3, child_report, &reports[0]);
+	if (f->ret > 0) {
+		reap(f->ret);
+		f->child_ssp = reports[0].ssp;
+	}
+	f->word_after = shstk_peek(f->token);
+	/* Let the handler return through its signal frame. */
+	if (write(f->release[1], "x", 1) != 1)
+		_exit(EXIT_SETUP_FAILED);
+	for (i = 0; i < 500 && !f->resumed; i++)
+		usleep(10000);
+	_exit(f->resumed ? 0 : EXIT_NOT_RESUMED);
+}
+
+/*
+ * A signal frame's token on a live thread's shadow stack is no clone3()
+ * token where the two formats differ (x86: bit 63; arm64: no valid bit):
+ * refused with EINVAL and left alone.  riscv has one format for both, and
+ * the series keeps it (docs/series.md says why: riscv user code can point
+ * its SSP anywhere with csrw ssp, so the token cannot guard this): the
+ * call is accepted, the token consumed, and the thread in the handler
+ * cannot return from it (SIGSEGV).
+ */
+static enum verdict signal_frame_token_of_live_thread(void)
+{
+	struct signal_frame *f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	bool same_format;
+	long pid;
+	int st;
+
+	CHECK(f != MAP_FAILED, "mmap: %s", strerror(errno));
+	memset(f, 0, sizeof(*f));
+	signal_frame = f;
+	reports[0].ssp = 0;
+	pid = fork();
+	if (pid == 0)
+		signal_frame_child();
+	CHECK(pid > 0, "fork: %s", strerror(errno));
+	st = reap(pid);
+	CHECK(st != EXIT_SETUP_FAILED, "could not hold a thread in a signal handler");
+	CHECK(st != EXIT_NO_SIGNAL_TOKEN,
+	      "no signal frame token within 64 slots above the handler's SSP %#lx",
+	      (long)f->handler_ssp);
+	same_format = shstk_signal_token(f->token) == shstk_expected_token(f->token);
+	ktap_diag("signal frame token at %#lx = %#lx; clone3 returned %ld, the word is now %#lx",
+		  (long)f->token, (long)f->word_before, f->ret, (long)f->word_after);
+	if (!same_format) {
+		CHECK(f->ret == -EINVAL, "clone3 returned %ld, expected -EINVAL", f->ret);
+		CHECK(f->word_after == f->word_before, "the refused call changed the token");
+		CHECK(st != EXIT_NOT_RESUMED, "the thread did not come back from its handler");
+		CHECK(st == 0, "the process ended with status %d after the handler returned", st);
+		return PASS;
+	}
+	CHECK(f->ret > 0, "clone3 returned %ld: riscv takes a signal frame's token", f->ret);
+	CHECK(f->child_ssp == f->token + SHSTK_SLOT, "child ssp %#lx, expected %#lx",
+	      (long)f->child_ssp, (long)(f->token + SHSTK_SLOT));
+	CHECK(f->word_after == 0, "the token was not consumed: %#lx", (long)f->word_after);
+	CHECK(st == 1000 + SIGSEGV,
+	      "the thread returned from its handler through a consumed token (status %d)", st);
+	return PASS;
+}
+
 /* 9: two threads race clone3() on one token: exactly one wins each round. */
 static enum verdict race_same_token_one_wins(void)
 {
@@ -1104,7 +1257,7 @@ static enum verdict race_same_token_one_wins(void)
 				.exit_signal = SIGCHLD,
 				.stack = (uint64_t)map_stack(CHILD_STACK),
 				.stack_size = CHILD_STACK,
-				.shadow_stack_token = token,
+				.SHSTK_TOKEN_FIELD = token,
 			};
 			memset(&reports[i], 0, sizeof(reports[i]));
 			reports[i].go = &go;
@@ -1227,6 +1380,7 @@ static const struct shstk_case cases[] = {
 	{ "failed_fork_frees_shadow_stack", true, false, failed_fork_frees_shadow_stack },
 	{ "pidfd_emfile_leaves_token_for_retry", true, false, pidfd_emfile_leaves_token_for_retry },
 	{ "io_worker_exit_keeps_creator_shstk", true, false, io_worker_exit_keeps_creator_shstk },
+	{ "signal_frame_token_of_live_thread", true, false, signal_frame_token_of_live_thread },
 	{ "race_same_token_one_wins", true, false, race_same_token_one_wins },
 };
 

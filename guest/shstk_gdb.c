@@ -34,7 +34,7 @@
 bool shstk_enabled;
 
 /*
- * struct clone_args straddles a page boundary, its shadow_stack_token on the
+ * struct clone_args straddles a page boundary, its token field on the
  * second page, so gdb reads it across two pages on every run.  On the stack
  * it did so only when ASLR put it there, and that is how a reader that
  * took the second half from the wrong physical page went unseen.
@@ -55,7 +55,7 @@ static __attribute__((noinline)) long scenario_clone3(uint64_t token)
 	args->exit_signal = SIGCHLD;
 	args->stack = (uint64_t)stack;
 	args->stack_size = sizeof(stack);
-	args->shadow_stack_token = token;
+	args->SHSTK_TOKEN_FIELD = token;
 	pid = clone3_run(args, CLONE_ARGS_SIZE_VER3, NULL, &child_ssp);
 	if (pid > 0) {
 		waitpid(pid, &status, __WALL);

@@ -24,7 +24,7 @@ static long smoke_clone3(uint64_t token)
 
 	memset(&args, 0, sizeof(args));
 	args.exit_signal = SIGCHLD;
-	args.shadow_stack_token = token;
+	args.SHSTK_TOKEN_FIELD = token;
 	pid = clone3_run(&args, CLONE_ARGS_SIZE_VER3, NULL, NULL);
 	if (pid > 0 && (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 			WEXITSTATUS(status)))

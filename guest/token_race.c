@@ -88,7 +88,7 @@ int main(void)
 		racers[i].args.exit_signal = SIGCHLD;
 		racers[i].args.stack = (uint64_t)child_stacks[i];
 		racers[i].args.stack_size = STACK;
-		racers[i].args.shadow_stack_token = token;
+		racers[i].args.SHSTK_TOKEN_FIELD = token;
 		pid[i] = clone(racer_fn, racer_stacks[i] + STACK, CLONE_VM | SIGCHLD, &racers[i]);
 		if (pid[i] < 0)
 			ktap_diag("clone racer %d: %s", i, strerror(errno));

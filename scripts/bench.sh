@@ -112,7 +112,7 @@ cold() {
 vng_ratio() {
 	local kernel prog image ours restored theirs i t0 out
 	kernel=$(arch_vars x86_64 && echo "$KBUILD_DIR/$KIMAGE")
-	prog=$SHSTK_CACHE/guest/x86_64/bin/smoke
+	prog=$(arch_vars x86_64 && echo "$GUEST_DIR/bin/smoke")
 	image=$("$SHSTK_TOP/scripts/build/guest.sh" x86_64 smoke 2>>"$log")
 	out=$SHSTK_OUT/x86_64/bench-smoke
 	# A boot against a boot: not restored from a snapshot.  Then what a

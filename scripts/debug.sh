@@ -27,7 +27,7 @@ if [ -n "$PROG" ]; then
 	prog=$(readlink -f "$PROG")
 else
 	build_kernel_and_guest gdb
-	prog=$SHSTK_CACHE/guest/$ARCH/bin/shstk_gdb
+	prog=$GUEST_DIR/bin/shstk_gdb
 fi
 comm=$(basename "$prog" | cut -c1-15)
 mkdir -p "$OUT"

@@ -20,9 +20,9 @@ GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-120}
 
 lock_out "$OUT"
 mkdir -p "$OUT"
-rm -f "$OUT/gdb-steps.jsonl" "$OUT/gdb.log"
+rm -f "$OUT/gdb-steps.jsonl" "$OUT/gdb.log" "$OUT/gdb-check.json" "$OUT/vm.json"
 build_kernel_and_guest gdb
-prog=$SHSTK_CACHE/guest/$ARCH/bin/shstk_gdb
+prog=$GUEST_DIR/bin/shstk_gdb
 
 trap stop_vm EXIT
 exit_on_signals

@@ -28,13 +28,46 @@ SHSTK_KERNEL_SUITE=${SHSTK_KERNEL_SUITE:-trixie-backports}
 # SHSTK_BASELINE=1 builds and boots the pristine kernel, without the series,
 # for A/B comparisons (make run BASELINE=1).  Its tree and builds are apart.
 SHSTK_BASELINE=${SHSTK_BASELINE:-}
-# The kernel tree with the series applied (build/kernel-source.sh keeps it), and
-# the tree this run builds: the same one, or the pristine one for BASELINE.
-SHSTK_PATCHED_SRC=$SHSTK_CACHE/src/linux
-SHSTK_SRC=$SHSTK_PATCHED_SRC${SHSTK_BASELINE:+-base}
+# SHSTK_SERIES (make SERIES=) names another version of the series than
+# patches/: a folder of patches or mails, or an mbox.  Its tree, builds,
+# guest programs and outputs are apart from the default's, all named by
+# SHSTK_SERIES_TAG: the folder's name and a hash of its full path.
+SHSTK_SERIES=${SHSTK_SERIES:-}
+if [ -z "$SHSTK_SERIES" ]; then
+	SHSTK_SERIES_TAG=
+elif [ "${SHSTK_SERIES_TAG_OF:-}" != "$SHSTK_SERIES" ]; then
+	[ -e "$SHSTK_SERIES" ] || { printf 'error: SERIES=%s does not exist\n' "$SHSTK_SERIES" >&2; exit 1; }
+	SHSTK_SERIES=$(realpath -- "$SHSTK_SERIES")
+	SHSTK_SERIES_TAG=${SHSTK_SERIES##*/}
+	SHSTK_SERIES_TAG=${SHSTK_SERIES_TAG%.mbox}-$(printf '%s' "$SHSTK_SERIES" | sha256sum | cut -c1-8)
+	SHSTK_SERIES_TAG=${SHSTK_SERIES_TAG//[^A-Za-z0-9._-]/_}
+	SHSTK_SERIES_TAG_OF=$SHSTK_SERIES
+fi
+# The kernel git repository (Debian's source, committed pristine and
+# tagged shstk-base), which is also the tree with patches/ applied; the
+# tree with this run's series (that one, or a worktree of the repository
+# for SERIES); and the tree this run builds: the series' one, or the
+# pristine one for BASELINE.
+SHSTK_KERNEL_REPO=$SHSTK_CACHE/src/linux
+# What every name of SERIES's own things ends in: "-<tag>", or nothing.
+SHSTK_SERIES_SUFFIX=${SHSTK_SERIES_TAG:+-$SHSTK_SERIES_TAG}
+# The series folder git am applies: patches/, or SERIES as
+# scripts/build/series.py lays it out in the cache.
+SHSTK_SERIES_DIR=$SHSTK_TOP/patches
+[ -z "$SHSTK_SERIES_TAG" ] || SHSTK_SERIES_DIR=$SHSTK_CACHE/src/series$SHSTK_SERIES_SUFFIX
+SHSTK_PATCHED_SRC=$SHSTK_KERNEL_REPO$SHSTK_SERIES_SUFFIX
+# A tree's .shstk-edits when it has no local edits: the hash of an empty
+# diff (build/kernel-source.sh stamp_tree).
+# shellcheck disable=SC2034  # used by the scripts that source this file
+SHSTK_NO_EDITS=e3b0c44298fc1c14
+# The scratch worktree git am applies the series in.
+SHSTK_AM_SRC=$SHSTK_PATCHED_SRC-am
+SHSTK_SRC=$SHSTK_PATCHED_SRC
+[ -z "$SHSTK_BASELINE" ] || SHSTK_SRC=$SHSTK_KERNEL_REPO-base
 
 export SHSTK_TOP SHSTK_CACHE SHSTK_OUT SHSTK_KERNEL_PKG SHSTK_KERNEL_SUITE SHSTK_BASELINE \
-	SHSTK_PATCHED_SRC SHSTK_SRC
+	SHSTK_SERIES SHSTK_SERIES_TAG SHSTK_SERIES_TAG_OF SHSTK_SERIES_SUFFIX SHSTK_SERIES_DIR \
+	SHSTK_KERNEL_REPO SHSTK_PATCHED_SRC SHSTK_AM_SRC SHSTK_SRC
 
 # Messages name their script by its place under scripts/ ("vm/boot.sh").
 case "$0" in
@@ -417,10 +450,15 @@ arch_vars() {
 	arch_set KTARGET kernel_target
 	arch_set KCONSOLE console
 	arch_set KAPPEND kernel_append
-	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}${SHSTK_BASELINE:+-base}
+	local tree=$SHSTK_SERIES_SUFFIX
+	[ -z "$SHSTK_BASELINE" ] || tree=-base
+	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}$tree
 	# make bench times a cold build in a scratch directory of its own.
 	KBUILD_DIR=${SHSTK_BUILD_DIR:-$KBUILD_DIR}
-	ARCH_OUT=$SHSTK_OUT/$ARCH${SHSTK_BASELINE:+-base}
+	ARCH_OUT=$SHSTK_OUT/$ARCH$SHSTK_SERIES_SUFFIX${SHSTK_BASELINE:+-base}
+	# The guest programs and images (scripts/build/guest.sh), built
+	# against the series' tree whatever kernel boots.
+	GUEST_DIR=$SHSTK_CACHE/guest/$ARCH$SHSTK_SERIES_SUFFIX
 }
 
 # The emulator (after arch_vars): EMU, a backend in scripts/vm/emulators/
@@ -482,7 +520,13 @@ build_kernel_and_guest() {
 		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --headers
 	fi
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH"
-	GUEST_IMAGE=$(SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" "$@")
+	GUEST_IMAGE=$(build_guest "$@")
+}
+
+# scripts/build/guest.sh for this arch, against the series' kernel headers
+# and tree whatever kernel this run boots.   build_guest ARGS...
+build_guest() {
+	SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" "$@"
 }
 
 # A user's PROG must be a static executable for $ARCH (after arch_vars):
@@ -819,7 +863,7 @@ snapshot_base() {
 		echo "$base"
 		return 0
 	fi
-	"$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" --snapshot-base
+	build_guest --snapshot-base
 }
 
 # snapshot_payload_cpio DIR BASE INITRD: the archive of what INITRD has

@@ -51,7 +51,7 @@ RR=$OUT/record
 TIMEOUT=${SHSTK_REPLAY_TIMEOUT:-300}
 GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-180}
 build_kernel_and_guest replay
-prog=$SHSTK_CACHE/guest/$ARCH/bin/token_race
+prog=$GUEST_DIR/bin/token_race
 rm -rf "$OUT"
 mkdir -p "$RR"
 trap stop_vm EXIT

@@ -28,7 +28,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 host_check
 
-LOG=$SHSTK_OUT/test
+LOG=$SHSTK_OUT/test$SHSTK_SERIES_SUFFIX
 cd "$SHSTK_TOP"
 
 # run_step [--alone] NAME KIND CMD...: KIND says how to count its result

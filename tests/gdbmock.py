@@ -36,10 +36,19 @@ class GdbError(Exception):
     """gdb.GdbError: gdb prints its message, never a traceback."""
 
 
+class Field:
+    def __init__(self, name, bitpos):
+        self.name, self.bitpos = name, bitpos
+
+
 class Type:
-    def __init__(self, name, sizeof=8, code=TYPE_CODE_STRUCT, target=None):
+    def __init__(self, name, sizeof=8, code=TYPE_CODE_STRUCT, target=None, fields=()):
         self.name, self.sizeof, self.code, self._target = name, sizeof, code, target
         self.tag = name[len("struct "):] if name.startswith("struct ") else None
+        self._fields = list(fields)
+
+    def fields(self):
+        return self._fields
 
     def pointer(self):
         return Type(self.name + " *", 8, TYPE_CODE_PTR, self)
@@ -268,7 +277,16 @@ def selected_frame():
     return STATE.frame
 
 
+# The uapi struct clone_args of the series since v21: twelve u64s.
+CLONE_ARGS = Type("struct clone_args", 96, fields=[
+    Field(n, 64 * i) for i, n in enumerate(
+        ("flags", "pidfd", "child_tid", "parent_tid", "exit_signal", "stack", "stack_size",
+         "tls", "set_tid", "set_tid_size", "cgroup", "shstk_token"))])
+
+
 def lookup_type(name):
+    if name == CLONE_ARGS.name:
+        return STATE.types.get(name, CLONE_ARGS)
     return STATE.types.get(name) or Type(name)
 
 

@@ -206,10 +206,11 @@ class HandlerTest(unittest.TestCase):
 class ContextViewCheckTest(unittest.TestCase):
     """gdb-check's judgement of the context view (gdb/check_clone3.py)."""
 
+    TOKEN_LINE = "shstk_token 0x7fb6a0d31ff8"
     VIEW = """── shstk-context ──
   task   pid 61 (shstk_gdb), shadow stack enabled
   ssp    0x7fb6a1534ff8  [$pl3_ssp of CPU 0]
-  clone  flags 0x100, shadow_stack_token 0x7fb6a0d31ff8 = not present
+  clone  flags 0x100, shstk_token 0x7fb6a0d31ff8 = not present
          clone3(): refused: page not present, so gdb cannot read the word: EINVAL
   (0.02 s; shstk-context off hides this)
 """
@@ -220,16 +221,16 @@ class ContextViewCheckTest(unittest.TestCase):
         self.cc = check_clone3
 
     def test_a_good_view(self):
-        self.assertEqual(self.cc.context_problems(self.VIEW, 0x7fb6a0d31ff8, False), ([], 0.02))
+        self.assertEqual(self.cc.context_problems(self.VIEW, self.TOKEN_LINE, False), ([], 0.02))
 
     def test_what_fails(self):
         bad = self.VIEW.replace("  ssp    0x7fb6a1534ff8  [$pl3_ssp of CPU 0]",
                                 "  ssp: cannot read $pl3_ssp of CPU 0: no register")
-        problems, _ = self.cc.context_problems(bad, 0x7fb6a0d31ff8, False)
+        problems, _ = self.cc.context_problems(bad, self.TOKEN_LINE, False)
         self.assertEqual(problems, ["no failed read: ssp: cannot read $pl3_ssp of CPU 0: no register"])
-        self.assertIn("clone3(): accepted", self.cc.context_problems(self.VIEW, 0x7fb6a0d31ff8, True)[0])
+        self.assertIn("clone3(): accepted", self.cc.context_problems(self.VIEW, self.TOKEN_LINE, True)[0])
         slow = self.VIEW.replace("(0.02 s;", "(2.50 s;")
-        self.assertIn("took 2.5", self.cc.context_problems(slow, 0x7fb6a0d31ff8, False)[0][0])
+        self.assertIn("took 2.5", self.cc.context_problems(slow, self.TOKEN_LINE, False)[0][0])
 
 
 if __name__ == "__main__":

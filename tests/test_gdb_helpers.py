@@ -223,14 +223,14 @@ class CloneVerdictTest(unittest.TestCase):
         task = x86_task(features=0)
         gdbmock.STATE.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
         args = gdbmock.struct("kernel_clone_args", 0x80000, flags=0x100, exit_signal=17,
-                              stack=0x4a0000, stack_size=0x10000, shadow_stack_token=self.A)
+                              stack=0x4a0000, stack_size=0x10000, shstk_token=self.A)
         gdbmock.STATE.frame = gdbmock.Frame(variables={"args": gdbmock.pointer(args)})
         bss = (0x4a6000, 0x4c1000, 0x100073, None)     # rw-p, no ss flag
         with mock.patch.object(vmas, "find", return_value=bss), \
                 mock.patch.object(usermem, "read_u64", return_value=None), \
                 mock.patch.object(usermem, "task_mm", return_value=None):
             out = gdb.execute("shstk-clone-args", to_string=True)
-        self.assertIn("shadow_stack_token 0x4b8ff8", out)
+        self.assertIn("shstk_token 0x4b8ff8", out)
         self.assertIn("[0x4b8ff8] = not present: page not present", out)
         self.assertIn("in a non-shadow-stack VMA 0x4a6000-0x4c1000", out)
         self.assertIn("clone3(): refused: the caller has no shadow stack: EINVAL in copy_thread()",
@@ -246,6 +246,37 @@ def failing_target(arch):
     state.current_task = gdb.MemoryError("Cannot access memory at address 0xffffffff82a0c940")
     state.tasks_by_pid[7] = gdbmock.pointer(0x123000, "task_struct")
     return state
+
+
+class TokenFieldTest(unittest.TestCase):
+    """The token's field is named as the kernel's DWARF names it."""
+
+    def setUp(self):
+        gdbmock.reset("x86_64")
+        commands._token_field = None
+        self.addCleanup(setattr, commands, "_token_field", None)
+
+    def clone_args(self, name):
+        fields = [gdbmock.Field(f.name, f.bitpos) for f in gdbmock.CLONE_ARGS.fields()]
+        fields[-1] = gdbmock.Field(name, 88 * 8)
+        gdbmock.STATE.types["struct clone_args"] = gdbmock.Type("struct clone_args", 96,
+                                                                fields=fields)
+
+    def test_v21_and_later_name_it_shstk_token(self):
+        self.assertEqual(commands.token_field(), "shstk_token")
+
+    def test_up_to_v20_name_it_shadow_stack_token(self):
+        self.clone_args("shadow_stack_token")
+        self.assertEqual(commands.token_field(), "shadow_stack_token")
+        args = gdbmock.struct("kernel_clone_args", 0x80000, shadow_stack_token=0x7ff8)
+        self.assertEqual(commands.token_of(args), 0x7ff8)
+
+    def test_a_kernel_without_the_series_is_told(self):
+        gdbmock.STATE.types["struct clone_args"] = gdbmock.Type(
+            "struct clone_args", 88, fields=gdbmock.CLONE_ARGS.fields()[:-1])
+        with self.assertRaises(gdb.GdbError) as e:
+            commands.token_field()
+        self.assertIn("does not have the series", str(e.exception))
 
 
 class NoTracebackTest(unittest.TestCase):
@@ -410,7 +441,7 @@ class ContextTest(unittest.TestCase):
             address = 0xffffc90000123e98
         token, child = 0x7f0000002ff8, 0xffff888000200000
         mock.patch.object(commands, "clone_args_in_frame",
-                          return_value=CloneArgs(shadow_stack_token=token, flags=0x100, exit_signal=0,
+                          return_value=CloneArgs(shstk_token=token, flags=0x100, exit_signal=0,
                                                          stack=0, stack_size=0)).start()
 
         def stop_in(name):

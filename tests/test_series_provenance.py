@@ -23,7 +23,8 @@ POSTED = sorted(glob.glob(os.path.join(SHARED, "seeds", "*.patch")) +
 AUTHOR = "Mark Brown <broonie@kernel.org>"
 # The declared changes, by patch file: the sha256 (first 16 hex digits) of
 # its added and removed lines as reviewed.  A new edit changes it: review
-# the change, say it in the "[shstk-lab: ...]" line, then update this.
+# the change, say it in the "[shstk-lab: ...]" line, then update this.  A
+# note that is not listed here (a rebase) leaves his lines as posted.
 DECLARED = {
     "0003-selftests-Provide-helper-header-for-shadow-stack-tes.patch": "d51c4079b6fee161",
     "0010-selftests-clone3-Test-shadow-stack-support.patch": "3bc3289dc66afaf9",
@@ -86,20 +87,30 @@ def problem(name, author, subject, text, changes, posted):
         return "no posted mail has its subject"
     if not any(his_text(text) == his_text(message) for _, message, _ in versions):
         return "its message is not his"
-    if "[shstk-lab:" in text:
-        if fingerprint(changes) != DECLARED.get(name):
+    if name in DECLARED:
+        if "[shstk-lab:" not in text:
+            return "listed as a declared change, but its message declares nothing"
+        if fingerprint(changes) != DECLARED[name]:
             return "a declared change edited since its review"
         return None
-    if name in DECLARED:
-        return "listed as a declared change, but its message declares nothing"
+    # A "[shstk-lab: ...]" note of a rebase alone: the lines are his.
     if not any(changes == posted_changes for _, _, posted_changes in versions):
         return "its diff is not the posted one, and no change is declared"
     return None
 
 
 def series():
-    with open(os.path.join(TOP, "patches", "series")) as f:
-        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    """The patch files of patches/ and of the overlays for posted versions
+    (patches/vN/: its own files, not "@N" or ../), relative to patches/."""
+    names = []
+    for listing in [os.path.join(TOP, "patches", "series")] + sorted(
+            glob.glob(os.path.join(TOP, "patches", "v*", "series"))):
+        folder = os.path.relpath(os.path.dirname(listing), os.path.join(TOP, "patches"))
+        with open(listing) as f:
+            entries = [line.split("#")[0].strip() for line in f]
+        names += [os.path.normpath(os.path.join(folder, e)) for e in entries
+                  if e and not e.startswith(("@", "../"))]
+    return names
 
 
 @unittest.skipUnless(POSTED, f"no posted mails in {SHARED} (../shared beside the clone)")

@@ -139,6 +139,20 @@ class VmasTest(unittest.TestCase):
         _, problems = self.check(lines)
         self.assertIn("not token + 8", problems[0])
 
+    def test_arm64_names_the_token_it_took(self):
+        # arm64: GCSPR_EL0 may be set only when the token is consumed (v23),
+        # so the hook's event says which token it took; a task without GCS
+        # (token 0) is none of the scenario's calls.
+        lines = [line.replace(f"ssp={S + 8:#x}", f"token={S:#x} gcspr=0xffffaddcafc0")
+                 .replace("ssp=0x7f569c883000", "token=0x7f569c882ff8 gcspr=0xffffaddcafa8")
+                 for line in VMAS] + ["copy_thread pid=3 token=0x0 gcspr=0x0 kernel=0 base=0x0 size=0"]
+        rows, problems = self.check(lines)
+        self.assertEqual(problems, [])
+        self.assertEqual([r[3] for r in rows], ["pass"] * 3)
+        wrong = [line.replace(f"token={S:#x}", f"token={S - 8:#x}") for line in lines]
+        _, problems = self.check(wrong)
+        self.assertIn(f"took token {S - 8:#x}", problems[0])
+
     def test_accepted_token_outside_every_mapping_fails(self):
         _, problems = self.check([line for line in VMAS if "0x7f569c884000" not in line])
         self.assertTrue(any("no traced map_shadow_stack" in p for p in problems), problems)

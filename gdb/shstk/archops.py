@@ -355,10 +355,16 @@ class Arm64Ops(ArchOps):
         return ptr.dereference().dereference()
 
     def alloc_result(self, ret, task, token):
-        """gcs_alloc_thread_stack() returns 0 and sets thread.gcspr_el0."""
-        child_ssp = int(task["thread"]["gcspr_el0"]) & U64
-        return ("returns 0; the new task's thread.gcspr_el0 is token + 8",
-                ret == 0 and child_ssp == token + 8, {"ssp": child_ssp})
+        """gcs_alloc_thread_stack() returns 0 and allocates no GCS for a
+        token it took.  Where the new task's thread.gcspr_el0 becomes
+        token + 8 is the series' choice (here, or when the token is
+        consumed, as v23 does): step 4 holds the new task to it."""
+        thread = task["thread"]
+        base, size = int(thread["gcs_base"]), int(thread["gcs_size"])
+        child_ssp = int(thread["gcspr_el0"]) & U64
+        return ("returns 0 and allocates no GCS (thread.gcs_base and gcs_size 0)",
+                ret == 0 and base == 0 and size == 0,
+                {"ssp": child_ssp, "gcs_base": base, "gcs_size": size})
 
     def ssp(self, task, cpu):
         """A task on a CPU has its live GCSPR_EL0 in that CPU's registers

@@ -164,6 +164,31 @@ shstk-ssp [PID]   (default: the task on the selected CPU)"""
         gdb.write(f"pid {_pid(task)} ({tasks.comm(task)}): {shown}  [{source}]\n")
 
 
+_token_field = None
+
+
+def token_field():
+    """The name of the shadow stack token's field, from the kernel's DWARF:
+    the u64 at offset 88 of struct clone_args, which kernel_clone_args
+    names alike (shadow_stack_token up to v20 of the series, shstk_token
+    since v21)."""
+    global _token_field
+    if _token_field is None:
+        with reading("struct clone_args in the kernel's debug information"):
+            fields = gdb.lookup_type("struct clone_args").strip_typedefs().fields()
+        names = [f.name for f in fields if f.bitpos == 88 * 8]
+        if not names:
+            raise gdb.GdbError("struct clone_args has no shadow stack token (no field at "
+                               "offset 88): this kernel does not have the series")
+        _token_field = names[0]
+    return _token_field
+
+
+def token_of(args):
+    """The token in a struct kernel_clone_args, as an address."""
+    return int(args[token_field()]) & (2**64 - 1)
+
+
 def clone_args_in_frame(frame=None):
     """The struct kernel_clone_args in scope at @frame (args or kargs)."""
     with reading("the selected frame"):
@@ -187,7 +212,8 @@ class ShstkCloneArgs(gdb.Command):
     """Decode the struct kernel_clone_args in scope (clone3, copy_process).
 
 shstk-clone-args
-Prints the flags, stacks and shadow_stack_token, the word at the token in
+Prints the flags, stacks and token (shstk_token or shadow_stack_token, as
+the kernel names it), the word at the token in
 the calling task's memory, and what clone3() will do with it: the verdict
 follows the kernel's order (alignment, the caller's shadow stack, the VMA,
 the word)."""
@@ -199,10 +225,10 @@ the word)."""
     def invoke(self, arg, from_tty):
         a = clone_args_in_frame()
         with reading("the struct kernel_clone_args in this frame"):
-            token = int(a["shadow_stack_token"]) & (2**64 - 1)
+            token = token_of(a)
             gdb.write(f"flags {int(a['flags']):#x} exit_signal {int(a['exit_signal'])} "
                       f"stack {int(a['stack']):#x} stack_size {int(a['stack_size']):#x}\n")
-        gdb.write(f"shadow_stack_token {token:#x}\n")
+        gdb.write(f"{token_field()} {token:#x}\n")
         if not token:
             return
         with reading("the task on the selected CPU (the caller)"):

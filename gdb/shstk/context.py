@@ -134,21 +134,21 @@ def _stack_section(p, task):
 
 
 def _clone_section(p, task):
-    from shstk.commands import clone3_outcome, clone_args_in_frame
+    from shstk.commands import clone3_outcome, clone_args_in_frame, token_field, token_of
     try:
         a = clone_args_in_frame()
     except gdb.GdbError:
         return                          # not in the clone path
     with reading("the struct kernel_clone_args in this frame"):
-        token = int(a["shadow_stack_token"]) & (2**64 - 1)
+        token = token_of(a)
         flags = int(a["flags"])
     if not token:
-        p.add(f"  clone  flags {flags:#x}, no shadow_stack_token: the kernel picks the stack")
+        p.add(f"  clone  flags {flags:#x}, no {token_field()}: the kernel picks the stack")
         return
     _, word, _, ok, why = clone3_outcome(task, token, a)
     shown = "not present" if word is None else f"{word:#x}"
     verdict = p.paint("token" if ok else "bad", "accepted" if ok else "refused")
-    p.add(f"  clone  flags {flags:#x}, shadow_stack_token {token:#x} = {shown}")
+    p.add(f"  clone  flags {flags:#x}, {token_field()} {token:#x} = {shown}")
     p.add(f"         clone3(): {verdict}: {why}")
 
 

@@ -9,15 +9,27 @@
 #ifndef SHSTK_LAB_SHSTK_H
 #define SHSTK_LAB_SHSTK_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/audit.h>	/* AUDIT_ARCH_*, for seccomp filters */
 #include <linux/sched.h>	/* struct clone_args of the patched kernel */
 #include <asm/unistd.h>
 
 #ifndef CLONE_ARGS_SIZE_VER3
-#error "kernel headers without clone_args.shadow_stack_token: build against the patched tree"
+#error "kernel headers without a clone_args shadow stack token: build against the patched tree"
 #endif
+/*
+ * The token's field of struct clone_args, named shadow_stack_token up to
+ * v20 of the series and shstk_token since: scripts/build/guest.sh passes
+ * the name the kernel headers give the u64 at offset 88.
+ */
+#ifndef SHSTK_TOKEN_FIELD
+#error "SHSTK_TOKEN_FIELD is not set: scripts/build/guest.sh reads it from the kernel headers"
+#endif
+static_assert(offsetof(struct clone_args, SHSTK_TOKEN_FIELD) == 88,
+	      "the shadow stack token is the u64 at offset 88 of struct clone_args");
 
 #ifndef __NR_map_shadow_stack
 #define __NR_map_shadow_stack 453
@@ -83,8 +95,18 @@ static inline uint64_t shstk_expected_token(uint64_t token_addr)
 	return (token_addr + SHSTK_SLOT) | 1;
 }
 
+/* The token a signal frame leaves at @addr: the SSP above it, bit 63 set. */
+static inline uint64_t shstk_signal_token(uint64_t addr)
+{
+	return (addr + SHSTK_SLOT) | (1ULL << 63);
+}
+
+/* The call that enables shadow stacks: its number, its first argument. */
+#define SHSTK_ENABLE_NR		__NR_arch_prctl
+#define SHSTK_ENABLE_ARG0	ARCH_SHSTK_ENABLE
+#define SHSTK_AUDIT_ARCH	AUDIT_ARCH_X86_64
 #define shstk_enable_raw() \
-	raw_syscall6(__NR_arch_prctl, ARCH_SHSTK_ENABLE, ARCH_SHSTK_SHSTK, 0, 0, 0, 0)
+	raw_syscall6(SHSTK_ENABLE_NR, SHSTK_ENABLE_ARG0, ARCH_SHSTK_SHSTK, 0, 0, 0, 0)
 
 /*
  * clone3() that runs fn(arg, ssp) in the child and exits with its return
@@ -179,8 +201,17 @@ static inline uint64_t shstk_expected_token(uint64_t token_addr)
 	return (token_addr & ~0xfffULL) | 1;
 }
 
+/* The cap a signal frame leaves at @addr: its page, without the valid bit. */
+static inline uint64_t shstk_signal_token(uint64_t addr)
+{
+	return addr & ~0xfffULL;
+}
+
+#define SHSTK_ENABLE_NR		__NR_prctl
+#define SHSTK_ENABLE_ARG0	PR_SET_SHADOW_STACK_STATUS
+#define SHSTK_AUDIT_ARCH	AUDIT_ARCH_AARCH64
 #define shstk_enable_raw() \
-	raw_syscall6(__NR_prctl, PR_SET_SHADOW_STACK_STATUS, PR_SHADOW_STACK_ENABLE, 0, 0, 0, 0)
+	raw_syscall6(SHSTK_ENABLE_NR, SHSTK_ENABLE_ARG0, PR_SHADOW_STACK_ENABLE, 0, 0, 0, 0)
 
 /* As the x86 version; x21 says whether GCSPR_EL0 may be read. */
 static __attribute__((always_inline)) inline long
@@ -267,8 +298,20 @@ static inline uint64_t shstk_expected_token(uint64_t token_addr)
 	return token_addr + SHSTK_SLOT;
 }
 
+/*
+ * The token a signal frame leaves at @addr: the same as above, riscv has
+ * one format for both (create_rstor_token()).
+ */
+static inline uint64_t shstk_signal_token(uint64_t addr)
+{
+	return addr + SHSTK_SLOT;
+}
+
+#define SHSTK_ENABLE_NR		__NR_prctl
+#define SHSTK_ENABLE_ARG0	PR_SET_SHADOW_STACK_STATUS
+#define SHSTK_AUDIT_ARCH	AUDIT_ARCH_RISCV64
 #define shstk_enable_raw() \
-	raw_syscall6(__NR_prctl, PR_SET_SHADOW_STACK_STATUS, PR_SHADOW_STACK_ENABLE, 0, 0, 0, 0)
+	raw_syscall6(SHSTK_ENABLE_NR, SHSTK_ENABLE_ARG0, PR_SHADOW_STACK_ENABLE, 0, 0, 0, 0)
 
 /* As the arm64 version; s3 says whether the ssp CSR may be read. */
 static __attribute__((always_inline)) inline long
@@ -329,16 +372,17 @@ static inline long raw_syscall(long nr, long a1, long a2, long a3)
  */
 static inline uint64_t shstk_peek(uint64_t addr)
 {
-	static long fd = -1;
+	/* Opened per read: an fd kept across a fork reads the parent's memory. */
+	long fd = raw_syscall(__NR_openat, -100 /* AT_FDCWD */, (long)"/proc/self/mem",
+			      00 /* O_RDONLY */ | 02000000 /* O_CLOEXEC */);
 	uint64_t v;
+	long n;
 
 	if (fd < 0)
-		fd = raw_syscall(__NR_openat, -100 /* AT_FDCWD */, (long)"/proc/self/mem",
-				 00 /* O_RDONLY */ | 02000000 /* O_CLOEXEC */);
-	if (fd < 0 || raw_syscall6(__NR_pread64, fd, (long)&v, sizeof(v), (long)addr, 0, 0) !=
-	    sizeof(v))
 		return ~0ULL;
-	return v;
+	n = raw_syscall6(__NR_pread64, fd, (long)&v, sizeof(v), (long)addr, 0, 0);
+	raw_syscall(__NR_close, fd, 0, 0);
+	return n == sizeof(v) ? v : ~0ULL;
 }
 
 static inline __attribute__((noreturn)) void raw_exit(int code)

@@ -40,7 +40,7 @@ fi
 
 SRC=$SHSTK_PATCHED_SRC
 SEL=$SRC/tools/testing/selftests
-GUEST=$SHSTK_CACHE/guest/$ARCH
+GUEST=$GUEST_DIR
 HDR=$KBUILD_DIR/usr/include
 CC=$ARCH_CC
 read -ra ARCH_CFLAGS <<<"$(arch_fact "$ARCH" guest_cflags)"
@@ -51,6 +51,17 @@ tree_series='' tree_edits='' headers=''
 read_stamp tree_series "$SRC/.shstk-series" scripts/build/kernel-source.sh
 read_stamp tree_edits "$SRC/.shstk-edits" scripts/build/kernel-source.sh
 read_stamp headers "$KBUILD_DIR/.shstk-headers" scripts/build/kernel.sh
+# The name of the token's field, clone_args' twelfth u64 (offset 88), as
+# the kernel headers have it: shadow_stack_token up to v20 of the series,
+# shstk_token since v21.  The programs and the bpftrace scripts use it by
+# that name (SHSTK_TOKEN_FIELD), kernel_clone_args having the same one.
+token_field=$([ ! -f "$HDR/linux/sched.h" ] || awk '/^struct clone_args \{/ { in_struct = 1; next }
+	in_struct && /^\};/ { exit }
+	in_struct && $1 == "__aligned_u64" { if (++n == 12) { sub(/;.*/, "", $2); print $2; exit } }' \
+	"$HDR/linux/sched.h")
+[ -f "$HDR/linux/sched.h" ] || die "no linux/sched.h in the kernel headers $HDR"
+[ -n "$token_field" ] ||
+	die "the kernel headers have no shadow stack token in struct clone_args (no u64 at offset 88 in $HDR/linux/sched.h)"
 mkdir -p "$GUEST/bin" "$GUEST/ksft" "$GUEST/include"
 # One build per arch at a time: make test's two lanes (after a kernel
 # change, every image is rebuilt) and make fuzz's VMs may ask for one
@@ -92,6 +103,7 @@ build_ours() {
 	# that hold them, new): sources named relative to it, compiled from
 	# it, and the key without it.
 	flags=(-static -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror "${ARCH_CFLAGS[@]}"
+		-DSHSTK_TOKEN_FIELD="$token_field"
 		-isystem "$HDR" -I"$SHSTK_TOP/guest" -I"$GUEST/include" -ffile-prefix-map="$SHSTK_TOP=.")
 	key=$({
 		printf '%s\n' "$CC" "${flags[@]//"$SHSTK_TOP"/@TOP@}"
@@ -263,12 +275,13 @@ for bt in "$SHSTK_TOP"/trace/*.bt; do
 	part=${bt%.bt}
 	[[ $arches != *" ${part##*.} "* ]] || continue
 	name=${bt##*/}
-	cat "$bt" >"$GUEST/trace/$name"
+	parts=("$bt")
 	if [ -f "$part.$ARCH.bt" ]; then
-		cat "$part.$ARCH.bt" >>"$GUEST/trace/$name"
+		parts+=("$part.$ARCH.bt")
 	elif compgen -G "$part.*.bt" >/dev/null; then
 		die "trace/$name has arch parts, but none for $ARCH (trace/${name%.bt}.$ARCH.bt)"
 	fi
+	cat "${parts[@]}" | sed "s/\bSHSTK_TOKEN_FIELD\b/$token_field/g" >"$GUEST/trace/$name"
 	echo "file /trace/$name $GUEST/trace/$name 0644 0 0" >>"$trace"
 done
 cat "$trace" >>"$base_list"

@@ -2,22 +2,24 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Kernel source: Debian's linux-source package, unpacked into the cache and
-# committed there as a pristine base, with patches/ applied on top by git am.
+# committed there as a pristine base, with patches/ applied on top by git am
+# (or SERIES, another version of the series, in a worktree of its own).
 #
 #   scripts/build/kernel-source.sh          make sure the tree has the current series
 #   scripts/build/kernel-source.sh --check  only check that the series applies
 #
-# The series is applied in a scratch worktree and the main tree is then moved
+# The series is applied in a scratch worktree and the tree is then moved
 # to the result with "git checkout", which rewrites only the files whose
 # content changed: editing one patch rebuilds only what that patch touches.
 set -euo pipefail
 # shellcheck source=../lib.sh
 . "$(dirname "$0")/../lib.sh"
 
+REPO=$SHSTK_KERNEL_REPO
 SRC=$SHSTK_PATCHED_SRC
-AM=$SHSTK_CACHE/src/linux-am
+AM=$SHSTK_AM_SRC
 DL=$SHSTK_CACHE/downloads
-PATCHES=$SHSTK_TOP/patches
+PATCHES=$SHSTK_SERIES_DIR
 git_src() { git -C "$SRC" -c user.name=shstk-lab -c user.email=shstk-lab@localhost "$@"; }
 
 # The newest downloaded package.  -H: the downloads directory may be a
@@ -38,18 +40,30 @@ fetch_and_unpack() {
 	version=$(dpkg-deb -f "$deb" Version)
 	msg "unpacking $SHSTK_KERNEL_PKG $version"
 	tmp=$SHSTK_CACHE/src/unpack.tmp
-	rm -rf "$tmp" "$SRC" "$AM"
+	# Its worktrees (the am scratch, BASELINE's, SERIES's, make
+	# check-series BISECT=1's) go with it.
+	rm -rf "$tmp" "$REPO" "$REPO"-* "$SHSTK_CACHE"/src/bisect*
 	mkdir -p "$tmp"
 	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './usr/src/*.tar.xz'
-	mkdir -p "$SRC"
-	tar -x -C "$SRC" --strip-components=1 -f "$tmp"/usr/src/*.tar.xz
+	mkdir -p "$REPO"
+	tar -x -C "$REPO" --strip-components=1 -f "$tmp"/usr/src/*.tar.xz
 	rm -rf "$tmp"
-	git_commit_pristine "$SRC" "$SHSTK_KERNEL_PKG $version (pristine, from Debian)"
-	echo "$SHSTK_KERNEL_PKG $version" >"$SRC/.shstk-kernel-version"
+	git_commit_pristine "$REPO" "$SHSTK_KERNEL_PKG $version (pristine, from Debian)"
+	echo "$SHSTK_KERNEL_PKG $version" >"$REPO/.shstk-kernel-version"
+}
+
+# A worktree of the repository at the pristine base, made when missing,
+# with the version stamp the later steps read.   worktree DIR
+worktree() {
+	if [ ! -d "$1" ]; then
+		git -C "$REPO" worktree prune
+		git -C "$REPO" worktree add -q --detach "$1" shstk-base
+	fi
+	cp "$REPO/.shstk-kernel-version" "$1/.shstk-kernel-version"
 }
 
 apply_series() {
-	git_am_series "$SRC" "$AM" "$PATCHES" "$(cat "$SRC/.shstk-kernel-version")"
+	git_am_series "$REPO" "$AM" "$PATCHES" "$(cat "$REPO/.shstk-kernel-version")"
 }
 
 # The stamps the later steps read (build/kernel.sh, build/guest.sh), left
@@ -71,20 +85,30 @@ stamp_tree() {
 mkdir -p "$SHSTK_CACHE/src"
 lock_or_wait "$SHSTK_CACHE/src/kernel-source.lock" "another kernel-source.sh (the kernel tree is busy)"
 
-[ -f "$SRC/.shstk-kernel-version" ] || step "fetching $SHSTK_KERNEL_PKG" fetch_and_unpack
-msg "kernel source: $(cat "$SRC/.shstk-kernel-version")"
+[ -f "$REPO/.shstk-kernel-version" ] || step "fetching $SHSTK_KERNEL_PKG" fetch_and_unpack
+msg "kernel source: $(cat "$REPO/.shstk-kernel-version")"
 
 if [ -n "$SHSTK_BASELINE" ]; then
 	# The pristine tree, for A/B runs: a worktree that never gets the series.
-	if [ ! -d "$SHSTK_SRC" ]; then
-		git_src worktree prune
-		git_src worktree add -q --detach "$SHSTK_SRC" shstk-base
-	fi
+	worktree "$SHSTK_SRC"
 	git -C "$SHSTK_SRC" checkout -q --detach shstk-base
-	cp "$SRC/.shstk-kernel-version" "$SHSTK_SRC/.shstk-kernel-version"
 	stamp_tree "$SHSTK_SRC" baseline "$(git -C "$SHSTK_SRC" status --porcelain --untracked-files=no)"
+	echo "none (the pristine tree)" >"$SHSTK_SRC/.shstk-series-name"
 	msg "baseline: the pristine tree in $SHSTK_SRC, without the series"
 	exit 0
+fi
+
+if [ -n "$SHSTK_SERIES" ]; then
+	# Another version of the series: laid out as a series folder in the
+	# cache (build/series.py, with the project's additions for its version
+	# from patches/vN/), applied in a worktree of its own.
+	what=$(py "$SHSTK_TOP/scripts/build/series.py" "$SHSTK_SERIES" "$PATCHES" "$SHSTK_TOP/patches") ||
+		die "could not read the series in $SHSTK_SERIES"
+	msg "SERIES=$SHSTK_SERIES: $what"
+	worktree "$SRC"
+	name="SERIES=$SHSTK_SERIES ($what)"
+else
+	name="patches/ ($(series_list "$PATCHES/series" | wc -l) patches)"
 fi
 
 want=$(series_hash "$PATCHES")
@@ -97,16 +121,17 @@ edits=$(git_src status --porcelain --untracked-files=no)
 if [ "$want" = "$have" ]; then
 	# A developer hacking the tree directly: build with the edits, say so.
 	if [ -n "$edits" ]; then
-		warn "building with local edits in $SRC (git format-patch them into patches/ to keep them):"
+		warn "building with local edits in $SRC (git format-patch them into a series to keep them):"
 		git_src status --short --untracked-files=no | head -n 20 >&2
 	fi
 	stamp_tree "$SRC" "$want" "$edits"
+	echo "$name" >"$SRC/.shstk-series-name"
 	exit 0
 fi
 if [ -n "$edits" ]; then
 	if [ "${SHSTK_DISCARD_EDITS:-0}" != 1 ]; then
 		git_src status --short --untracked-files=no | head -n 20 >&2
-		die "patches/ changed, and $SRC has local edits that applying it would lose; commit or format-patch them, or set SHSTK_DISCARD_EDITS=1"
+		die "the series changed, and $SRC has local edits that applying it would lose; commit or format-patch them, or set SHSTK_DISCARD_EDITS=1"
 	fi
 	warn "discarding local edits in $SRC (SHSTK_DISCARD_EDITS=1)"
 fi
@@ -116,3 +141,4 @@ apply_series
 git_src checkout -q -f --detach "$(git -C "$AM" rev-parse HEAD)"
 # checkout -f left no edits behind.
 stamp_tree "$SRC" "$want" ""
+echo "$name" >"$SRC/.shstk-series-name"

@@ -84,6 +84,13 @@ read_stamp series "$SRC/.shstk-series" scripts/build/kernel-source.sh
 read_stamp edits "$SRC/.shstk-edits" scripts/build/kernel-source.sh
 read_stamp kversion "$SRC/.shstk-kernel-version" scripts/build/kernel-source.sh
 inputs="$series $frag_hash $edits $kversion"
+# The series this build's images were made from, for the runs that boot
+# them (scripts/vm/boot.sh puts it in vm.json): its words, its hash and the
+# hash of the tree's local edits, one a line.
+series_info() {
+	printf '%s\n' "$(cat "$SRC/.shstk-series-name" 2>/dev/null || echo unknown)" \
+		"$series" "$edits" >"$KBUILD_DIR/.shstk-series-info"
+}
 # This build's own stamps: .shstk-inputs, what its images were built from,
 # and .shstk-headers, what its usr/include (the guest programs' kernel
 # headers) was made from, also by a --headers run.
@@ -92,6 +99,7 @@ if [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && [ -f "$KBUILD_DIR/$KIMAGE" ] &&
 	[ "$(cat "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
 	msg "$ARCH kernel up to date: $(sed -n 's/^release: //p' "$KBUILD_DIR/shstk-build.txt") ($KBUILD_DIR)"
 	[ -f "$KBUILD_DIR/.shstk-headers" ] || echo "$inputs" >"$KBUILD_DIR/.shstk-headers"
+	series_info
 	build_current "$KBUILD_DIR/$QEMU_KIMAGE"
 	exit 0
 fi
@@ -155,5 +163,6 @@ release=$(kmake -s kernelrelease)
 } >"$KBUILD_DIR/shstk-build.txt"
 echo "$inputs" >"$KBUILD_DIR/.shstk-headers"
 echo "$inputs" >"$KBUILD_DIR/.shstk-inputs"
+series_info
 build_current "$KBUILD_DIR/$QEMU_KIMAGE"
 msg "kernel $release ($kversion) -> $KBUILD_DIR/$KIMAGE"

@@ -142,9 +142,19 @@ first=null
 # (Bochs: EMU_SNAPSHOT), null after a cold boot.
 snapshot=null
 [ -z "${EMU_SNAPSHOT:-}" ] || snapshot="\"$EMU_SNAPSHOT\""
-printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "cmdline": "%s", "snapshot": %s}\n' \
+# "series": what the booted kernel was built from, as build/kernel.sh
+# recorded it beside the image (the series' words, and the hash of its
+# patches); "local_edits": the tree had uncommitted changes then.
+series=unknown series_hash=unknown edits=unknown
+if [ -f "$KBUILD_DIR/.shstk-series-info" ]; then
+	{ read -r series; read -r series_hash; read -r edits; } <"$KBUILD_DIR/.shstk-series-info"
+	[ "$edits" = "$SHSTK_NO_EDITS" ] && edits=false || edits=true
+fi
+[ "$edits" != unknown ] || edits=null
+json_str() { sed 's/\\/\\\\/g; s/"/\\"/g' <<<"$1"; }
+printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "cmdline": "%s", "snapshot": %s, "series": "%s", "series_hash": "%s", "local_edits": %s}\n' \
 	"$ARCH" "$EMU" "${EMU_BUILD:-}" "$rc" "$EMU_POWEROFF_EXIT" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
 	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" "$EMU_SMP" "${EMU_XSTATE_FORMAT:-}" \
-	"$KERNEL_CMDLINE" "$snapshot" >"$OUT/vm.json"
+	"$(json_str "$KERNEL_CMDLINE")" "$snapshot" "$(json_str "$series")" "$(json_str "$series_hash")" "$edits" >"$OUT/vm.json"
 [ "$rc" -ne 124 ] || msg "emulator timed out after $TIMEOUT s; console log: $OUT/console.log"
 exit "$rc"
