@@ -64,9 +64,11 @@ def parse_points(prog):
     Only top-level (unindented) lines count: indented lines belong to
     subtests, which report to their parent line.
     """
+    before = ""
     for line in prog.lines:
         if line.startswith((" ", "\t")):
             continue
+        previous, before = before, line
         m = PLAN_RE.match(line)
         if m and prog.plan is None:
             prog.plan = int(m.group(1))
@@ -91,9 +93,13 @@ def parse_points(prog):
             else:
                 result = "fail"
             # kselftest.h puts the name after "# SKIP": use it when the
-            # description is empty.
+            # description is empty.  Its tests then say why on the line
+            # just before (ksft_print_msg()), which becomes the reason.
             name = desc.strip() or (reason or "").strip() or f"test {num}"
-            prog.points.append(Point(int(num), name, result, (reason or "").strip()))
+            why = (reason or "").strip()
+            if result == "skip" and not desc.strip() and previous.startswith("# "):
+                why = previous[2:].strip() or why
+            prog.points.append(Point(int(num), name, result, why))
 
 
 def judge(prog):

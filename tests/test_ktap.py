@@ -45,6 +45,20 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(skip.name, "Shadow stack on system without shadow stack")
         self.assertEqual(progs[1].verdict, "pass")
 
+    def test_kselftest_skip_reason_is_the_message_before(self):
+        text = GOOD.replace("ok 2 # SKIP Shadow stack on system without shadow stack",
+                            "# Shadow stack supported\n"
+                            "ok 2 # SKIP Shadow stack on system without shadow stack")
+        skip = ktap.parse(text)[1][1].points[1]
+        self.assertEqual(skip.name, "Shadow stack on system without shadow stack")
+        self.assertEqual(skip.reason, "Shadow stack supported")
+        # With no message just before, the text after "# SKIP" stays the reason.
+        self.assertEqual(ktap.parse(GOOD)[1][1].points[1].reason,
+                         "Shadow stack on system without shadow stack")
+        # A description of its own keeps the reason after "# SKIP".
+        self.assertEqual(ktap.parse(GOOD)[1][0].points[2].reason,
+                         "CPU has no user shadow stack (QEMU TCG does not emulate CET)")
+
     def test_missing_plan_fails(self):
         _, progs, _ = ktap.parse("SHSTK-LAB BEGIN x\nok 1 a\nSHSTK-LAB END x rc=0\n")
         self.assertIn("no KTAP plan", progs[0].problems)
