@@ -59,10 +59,7 @@ done
 # own build (olddefconfig drops what an early prefix does not have yet).
 WT=$SHSTK_CACHE/src/bisect$SHSTK_SERIES_SUFFIX
 lock_or_wait "$WT.lock" "another make check-series BISECT=1"
-if [ ! -d "$WT" ]; then
-	git -C "$SHSTK_KERNEL_REPO" worktree prune
-	git -C "$SHSTK_KERNEL_REPO" worktree add -q --detach "$WT" shstk-base
-fi
+base_worktree "$SHSTK_KERNEL_REPO" "$WT"
 bisect_arch() {
 	local arch=$1 i c log t0 subject
 	arch_vars "$arch"

@@ -291,16 +291,22 @@ git_commit_pristine() {
 	git -C "$1" tag shstk-base
 }
 
+# A worktree DIR of the repository REPO at its pristine base (tag
+# shstk-base), made if missing.   base_worktree REPO DIR
+base_worktree() {
+	if [ ! -d "$2" ]; then
+		git -C "$1" worktree prune
+		git -C "$1" worktree add -q --detach "$2" shstk-base
+	fi
+}
+
 # Apply PATCHDIR's series with git am on a fresh worktree WORKTREE of the
 # pristine tree SRC (tag shstk-base), made if missing; a patch that does not
 # apply is named, with the files it failed on, as not applying to WHAT.
 #   git_am_series SRC WORKTREE PATCHDIR WHAT
 git_am_series() {
 	local src=$1 am=$2 dir=$3 what=$4 p n=0 total files log=$2.am.log
-	if [ ! -d "$am" ]; then
-		git -C "$src" worktree prune
-		git -C "$src" worktree add -q --detach "$am" shstk-base
-	fi
+	base_worktree "$src" "$am"
 	git -C "$am" am --abort >/dev/null 2>&1 || true
 	git -C "$am" reset -q --hard shstk-base
 	git -C "$am" clean -qfd

@@ -55,10 +55,7 @@ fetch_and_unpack() {
 # A worktree of the repository at the pristine base, made when missing,
 # with the version stamp the later steps read.   worktree DIR
 worktree() {
-	if [ ! -d "$1" ]; then
-		git -C "$REPO" worktree prune
-		git -C "$REPO" worktree add -q --detach "$1" shstk-base
-	fi
+	base_worktree "$REPO" "$1"
 	cp "$REPO/.shstk-kernel-version" "$1/.shstk-kernel-version"
 }
 
