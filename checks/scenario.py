@@ -18,19 +18,32 @@ from collections import namedtuple
 
 EINVAL, EFAULT = 22, 14
 
-# The kernel's stages, in the order it checks a token.
-Stage = namedtuple("Stage", "function ret refusal")
+
+class Stage(namedtuple("Stage", "functions ret refusal")):
+    """A stage of the kernel's checks, in the order it checks a token.
+    functions: where a kernel refuses at the stage; the token's value is
+    checked by fork.c's shstk_validate_clone() (patches/, which also checks
+    the VMA), or by the arch's arch_shstk_validate_clone() (the series as
+    posted, v23)."""
+    __slots__ = ()
+
+    @property
+    def function(self):
+        return self.functions[0]
+
+
+TOKEN_CHECKS = ("shstk_validate_clone", "arch_shstk_validate_clone")
 STAGES = {
-    "args": Stage("clone3_args_valid", -EINVAL,
+    "args": Stage(("clone3_args_valid",), -EINVAL,
                   "misaligned: refused before any task exists"),
-    "caller": Stage("copy_thread", -EINVAL,
+    "caller": Stage(("copy_thread",), -EINVAL,
                     "the caller has no shadow stack: refused by the arch copy_thread hook"),
-    "vma": Stage("shstk_validate_clone", -EFAULT,
+    "vma": Stage(("shstk_validate_clone",), -EFAULT,
                  "not in a writable shadow stack VMA"),
-    "token": Stage("arch_shstk_validate_clone", -EINVAL,
+    "token": Stage(TOKEN_CHECKS, -EINVAL,
                    "not the token: the word is left as it was"),
     # ret 0 stands for the child's pid (the program prints 0 for it).
-    "accepted": Stage("arch_shstk_validate_clone", 0,
+    "accepted": Stage(TOKEN_CHECKS, 0,
                       "validated and consumed: the child starts on token + 8"),
 }
 
@@ -67,7 +80,8 @@ def reaches_copy_thread(stage_name):
 
 
 # gdb's stops (gdb/check_clone3.py): the syscall entry, the arch copy_thread
-# hook and its return, arch_shstk_validate_clone() and its return,
+# hook and its return, the token check as the token's value is checked
+# (commands.TokenCheck) and its return,
 # wake_up_new_task() and the caller's return to user space; the child's own
 # first instruction is checked apart.
 def gdb_path(case, shstk_on):

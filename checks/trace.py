@@ -8,8 +8,10 @@ the run itself (the guest finished, a clean console) once for all.
 
 token-validation.bt logs, for the guest program, its
 map_shadow_stack() calls and each clone3() with a token: clone3_enter, the
-arch copy_thread hook (alloc), arch_shstk_validate_clone() (validate), the
-new task (newtask) and clone3_exit.  The guest scenario (guest/shstk_gdb.c)
+arch copy_thread hook (alloc), the token check (validate: fork.c's
+shstk_validate_clone(), which also refuses a token outside a shadow stack
+with -EFAULT, or v23's arch_shstk_validate_clone()), the new task (newtask)
+and clone3_exit.  The guest scenario (guest/shstk_gdb.c)
 prints "# CASE: token T -> RET (want W)" for each call.  They must agree:
 
   - every clone3() that succeeded shows exactly one validation of its token
@@ -127,7 +129,10 @@ def check_call(call):
             if allocs or validates:
                 problems.append(f"token {token:#x}: misaligned, yet it reached copy_thread")
         elif ret == -EFAULT:
-            if validates:
+            # Only fork.c's token check, which also checks the VMA,
+            # refuses with it.
+            if [(v["ret"], v.get("func")) for v in validates] not in \
+                    ([], [(-EFAULT, scenario.STAGES["vma"].function)]):
                 problems.append(f"token {token:#x}: EFAULT, yet the token was validated")
         elif ret == -EINVAL:
             refused_by_alloc = any(a.get("ret") == -EINVAL for a in allocs)
@@ -152,14 +157,25 @@ def stage_of(call):
             return "caller"
         if ev == "validate" and f.get("ret") == -EINVAL:
             return "token"
+        if ev == "validate" and f.get("ret") == -EFAULT:
+            return "vma"
     if "alloc" in names and "validate" not in names:
         return "vma"
     return None
 
 
-def describe(stage):
+def describe(stage, function=None):
+    """@stage in words, named by @function where the trace showed which of
+    the stage's functions refused (scenario.STAGES)."""
     st = scenario.STAGES[stage]
-    return f"{st.function}: {st.refusal}" if stage != "accepted" else st.refusal
+    return f"{function or st.function}: {st.refusal}" if stage != "accepted" else st.refusal
+
+
+def check_function(call):
+    """The token check the trace showed for @call (its validate event's
+    func=), or None."""
+    funcs = [f.get("func") for ev, f in call["events"] if ev == "validate"]
+    return funcs[0] if funcs else None
 
 
 def not_exercised_rows(seen, shstk_on, why, what):
@@ -214,7 +230,8 @@ def check_token_calls(events, seen, shstk_on=True, why=None):
             row_problems.append(f"{name}: ended at {describe(got) if got else 'no clear stage'}, "
                                 f"not {describe(want)}")
         problems += row_problems
-        rows.append((call["token"], call["ret"], f"{name}: {describe(want or got or 'args')}",
+        shown = check_function(call) if (want or got) in ("token", "vma") else None
+        rows.append((call["token"], call["ret"], f"{name}: {describe(want or got or 'args', shown)}",
                      "fail" if row_problems else "pass", None))
     problems += [f"unexplained traced call with token {c['token']:#x}" for c in calls[len(seen):]]
     rows += not_exercised_rows(seen, shstk_on, why, lambda st: "not exercised: " + describe(st))
@@ -290,6 +307,12 @@ def check_vmas(events, seen, shstk_on, why=None):
     return rows, problems
 
 
+def origin_function(fields):
+    """The function a refusal's origin names: the token check's is the probe
+    that matched it (fexit:vmlinux:FUNCTION)."""
+    return str(fields.get("origin", "")).rpartition(":")[2]
+
+
 def check_provenance(events, seen, shstk_on, why=None):
     """trace/errno-provenance.bt against the guest's cases: (rows, problems).
 
@@ -336,10 +359,11 @@ def check_provenance(events, seen, shstk_on, why=None):
         else:
             if ev != "refused" or f.get("ret") != ret:
                 row_problems.append(f"{name}: traced {ev} {f.get('ret')}, the guest saw {ret}")
-            elif f.get("origin") != want.function:
-                row_problems.append(f"{name}: the errno came from {f.get('origin')}, not "
+            elif origin_function(f) not in want.functions or \
+                    (stage in ("token", "accepted") and f.get("how") != "probed"):
+                row_problems.append(f"{name}: the errno came from {origin_function(f)}, not "
                                     f"{want.function} ({want.refusal})")
-            where = f"{name}: {f.get('origin')} ({f.get('how')})"
+            where = f"{name}: {origin_function(f)} ({f.get('how')})"
         problems += row_problems
         rows.append((token, ret, where, "fail" if row_problems else "pass", None))
     problems += [f"unexplained traced call {ev} {f}" for ev, f in calls[len(seen):]]

@@ -34,12 +34,17 @@ CONTEXT_SECONDS = 2.0
 # struct clone_args: the token is the u64 at offset 88 (VER3).
 TOKEN_OFFSET = 88
 HEX = {"token", "token_word", "ssp", "word_before", "word_after", "expected_word"}
-# What shstk-clone-args's verdict (decode.clone3_verdict) says at each stage
-# of the kernel's checks: make debug must tell the user what the kernel does.
-DEBUG_VERDICT = {"accepted": "clone3(): accepted",
-                 "caller": "EINVAL in copy_thread()",
-                 "vma": "EFAULT in shstk_validate_clone()",
-                 "token": "EINVAL in arch_shstk_validate_clone()"}
+
+
+def debug_verdict(stage):
+    """What shstk-clone-args's verdict (decode.clone3_verdict) says at
+    @stage of the kernel's checks: make debug must tell the user what the
+    kernel does."""
+    from shstk.commands import token_check
+    return {"accepted": "clone3(): accepted",
+            "caller": "EINVAL in copy_thread()",
+            "vma": "EFAULT in shstk_validate_clone()",
+            "token": f"EINVAL in {token_check().function}()"}[stage]
 
 
 def helpers():
@@ -189,7 +194,7 @@ def check_commands(run, case):
     from shstk.commands import token_field
     out = gdb.execute("shstk-clone-args", to_string=True)
     want = [f"{token_field()} {case.token:#x}",
-            DEBUG_VERDICT[scenario.stage(case.name, run.shstk_on)]]
+            debug_verdict(scenario.stage(case.name, run.shstk_on))]
     if scenario.stage(case.name, run.shstk_on) == "accepted":
         want += ["valid token", "in a shadow stack VMA"]
         out += gdb.execute("shstk-vmas", to_string=True)
@@ -241,16 +246,30 @@ def on_alloc_ret(run, case):
 
 
 def on_validate(run, case):
-    """Step 3a: the word before arch_shstk_validate_clone() looks at it."""
+    """Step 3a: the word before the kernel's token check looks at it (the
+    check's hook, where the architecture has one: commands.TokenCheck)."""
+    from shstk.commands import token_check
     decode, _, _, usermem, _ = helpers()
-    Return(run, "validate_ret")
-    vtask = first_arg().dereference()
+    check = token_check()
+    Return(run, "validate_ret", callers=check.verdict_callers, function=check.function)
+    if check.value_hook:
+        # The hook's one argument is the token's address: this case's, or
+        # this stop is not its call.  The task is copy_thread's.
+        at = int(first_arg()) & (2**64 - 1)
+        if at != case.token:
+            raise gdb.GdbError(f"{check.value_hook}() was called for {at:#x}, "
+                               f"not this call's token {case.token:#x}")
+        vtask = case.alloc_task
+        if vtask is None:
+            raise gdb.GdbError("no copy_thread stop came before the token check")
+    else:
+        vtask = first_arg().dereference()
     case.mm = usermem.task_mm(vtask)
     case.word_before = usermem.read_u64(case.mm, case.token)
     if scenario.stage(case.name, run.shstk_on) != "accepted":
         return True
     expected = decode.expected_token(run.arch, case.token)
-    ok = run.record(scenario.STEP_BEFORE, case.name, "arch_shstk_validate_clone",
+    ok = run.record(scenario.STEP_BEFORE, case.name, check.stop,
                     "the word in the child's mm is the valid token",
                     case.word_before == expected, token=case.token,
                     word_before=case.word_before, expected_word=expected,
@@ -314,8 +333,10 @@ def _remove(path):
 
 def on_validate_ret(run, case):
     """Step 3b (consumed) or 6 (refused, the word unchanged)."""
+    from shstk.commands import token_check
     _, _, _, usermem, _ = helpers()
-    ret = ops().returned(32)      # int arch_shstk_validate_clone()
+    function = token_check().function
+    ret = ops().returned(32)      # the check's int
     after = usermem.read_u64(case.mm, case.token)
     facts = {"ret": ret, "token": case.token, "word_before": case.word_before,
              "word_after": after}
@@ -324,10 +345,10 @@ def on_validate_ret(run, case):
         # consumption, not a zero it would refuse.
         view = gdb.execute("shstk-context", to_string=True)
         facts["view_says_consumed"] = "clone3(): accepted: consumed by this clone3()" in view
-        return run.record(scenario.STEP_AFTER, case.name, "arch_shstk_validate_clone",
+        return run.record(scenario.STEP_AFTER, case.name, function,
                           "returns 0, the word is now 0 (consumed), and the context view says so",
                           ret == 0 and after == 0 and facts["view_says_consumed"], **facts)
-    return run.record(scenario.STEP_REFUSAL, case.name, "arch_shstk_validate_clone",
+    return run.record(scenario.STEP_REFUSAL, case.name, function,
                       "refuses a word that is not the token: -EINVAL, word unchanged",
                       ret == -scenario.EINVAL and after == case.word_before, **facts)
 
@@ -407,10 +428,20 @@ class Stop(gdb.Breakpoint):
 
 
 class Return(gdb.FinishBreakpoint):
-    """The return of the function in the newest frame; goes once it hit."""
+    """The return of the function in the newest frame, or of its caller
+    @callers frames up, which must be @function where given; goes once it
+    hit."""
 
-    def __init__(self, run, name):
-        super().__init__(gdb.newest_frame(), internal=True)
+    def __init__(self, run, name, callers=0, function=None):
+        frame = gdb.newest_frame()
+        for _ in range(callers):
+            frame = frame.older()
+        if function is not None and (frame is None or frame.type() == gdb.INLINE_FRAME
+                                     or frame.name() != function):
+            got = "no frame" if frame is None else f"{frame.name()}()"
+            raise gdb.GdbError(f"{callers} frame(s) up from this stop is {got}, not an "
+                               f"out-of-line {function}(): its return is not the verdict")
+        super().__init__(frame, internal=True)
         self.run, self.name = run, name
 
     def stop(self):
@@ -434,11 +465,12 @@ def set_breakpoints(run):
     gdb read the code (to skip an endbr64), and Bochs's gdbstub crashes on a
     read it cannot translate, as every kernel address is while the CPU is
     still in real mode.  The address comes from System.map: the debug info
-    also describes the __weak arch_shstk_validate_clone() the linker
-    dropped, and gdb may pick that one.  User addresses: hardware
-    breakpoints where the stub has them (QEMU: no write into the program's
-    text); Bochs's matches both kinds by address, but only reports software
-    ones with the PC gdb expects."""
+    may also describe a __weak default the linker dropped (v23's
+    arch_shstk_validate_clone()), and gdb may pick that one.  User
+    addresses: hardware breakpoints where the stub has them (QEMU: no write
+    into the program's text); Bochs's matches both kinds by address, but
+    only reports software ones with the PC gdb expects."""
+    from shstk.commands import token_check
     by_address = run.breakpoints == "software-by-address"
     addrs = system_map(os.environ["SHSTK_VMLINUX"]) if by_address else None
 
@@ -447,7 +479,7 @@ def set_breakpoints(run):
 
     Stop(run, "entry", at(ops().clone3_entry))
     Stop(run, "alloc", at(ops().shstk_alloc))
-    Stop(run, "validate", at("arch_shstk_validate_clone"))
+    Stop(run, "validate", at(token_check().stop))
     Stop(run, "newtask", at("wake_up_new_task"))
     hardware = run.breakpoints == "hardware"
     Stop(run, "child", "*shstk_child_entry", hardware)

@@ -3,15 +3,16 @@
 (guest/token_race.c), in one of two modes (SHSTK_REPLAY_MODE):
 
   stops    run the replay forward and log every stop of the race: each
-           racer's arch_shstk_validate_clone() and its return, the winner's
-           child at its first instruction, each racer back from clone3();
-           each with the guest's instruction count (QEMU's "info replay").
+           racer's token check (commands.TokenCheck.function) and its
+           return, the winner's child at its first instruction, each racer
+           back from clone3(); each with the guest's instruction count
+           (QEMU's "info replay").
            Two replays of one recording must log the same stops.
   reverse  run forward to the program's main() and take a snapshot there
            (reverse execution replays from the nearest one), then to the
-           winner's child's first instruction, then
-           reverse-continue to the arch_shstk_validate_clone() call that
-           consumed its token (the one that still finds the token there),
+           winner's child's first instruction, then reverse-continue to
+           the token check that consumed its token (the one that still
+           finds the token there),
            reverse-stepi once, then run forward to that call's return, where
            the word must be 0.
 
@@ -32,7 +33,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 PROG_COMM = "token_race"
-VALIDATE = "arch_shstk_validate_clone"
 CHILD = "race_child_entry"
 # The snapshot the reverse check takes at the program's main() (QEMU's
 # savevm, into the replay's own snapshot disk).
@@ -68,7 +68,7 @@ def current():
 
 
 def token_and_word():
-    """At a stop in arch_shstk_validate_clone(): the token clone3() was
+    """At a stop in the token check: the token clone3() was
     given, and the word there now, in the caller's memory."""
     from shstk import tasks, usermem
     from shstk.commands import token_of
@@ -141,6 +141,12 @@ class Returned(gdb.FinishBreakpoint):
         return True
 
 
+def validate():
+    """The kernel function that checks the token and returns the verdict."""
+    from shstk.commands import token_check
+    return token_check().function
+
+
 def pc():
     return int(gdb.parse_and_eval("$pc")) & U64
 
@@ -189,7 +195,7 @@ def go(log, command, want):
 
 def run_stops(log):
     """Forward through the race: every stop, in order."""
-    RaceStop("validate", VALIDATE)
+    RaceStop("validate", validate())
     RaceStop("child", f"*{CHILD}", hardware=True)
     RaceStop("parent", f"*{PARENT}", hardware=True)
     for _ in range(RACE_STOPS):
@@ -206,13 +212,13 @@ def run_stops(log):
 
 
 class Consumer(RaceStop):
-    """arch_shstk_validate_clone() called while the token is still there:
+    """The token check called while the token is still there:
     run backwards into, that is the call that consumed it.  (So the reverse
     stop always finds the token; what proves it is the consumption is that
     it comes at the instruction count and task the forward replays saw.)"""
 
     def __init__(self):
-        super().__init__("validate", VALIDATE)
+        super().__init__("validate", validate())
 
     def stop(self):
         from shstk import decode, tasks

@@ -23,7 +23,7 @@ shstk-lab replay session ({arch}): QEMU replays a recording of guest/token_race,
 one round of the token race (two threads clone3() with one token; one CPU, so
 the scheduler interleaves them).  Every run of it is the same, instruction for
 instruction, and it runs backwards too.
-  a breakpoint waits in arch_shstk_validate_clone() for token_race: each racer's
+  a breakpoint waits in {check}() for token_race: each racer's
   token check.  The first to get there consumes the token; the other finds 0.
   continue / finish       the next token check / its return: 0 for the winner,
                           -22 (EINVAL) for the loser
@@ -41,12 +41,14 @@ instruction, and it runs backwards too.
 
 def main():
     session.attach()
+    from shstk.commands import token_check
     gdb.execute("shstk-context on")
-    bp = gdb.Breakpoint("arch_shstk_validate_clone")
+    check = token_check().function
+    bp = gdb.Breakpoint(check)
     from shstk import archops
     archops.keep_described_locations(bp)
     bp.condition = '$_streq($shstk_comm(), "token_race")'
-    gdb.write(BANNER.format(arch=os.environ.get("SHSTK_ARCH", "?")))
+    gdb.write(BANNER.format(arch=os.environ.get("SHSTK_ARCH", "?"), check=check))
     no_reverse = os.environ.get("SHSTK_NO_REVERSE_WHY")
     if no_reverse:
         gdb.write(f"  (this replay runs forward only: {no_reverse})\n")

@@ -476,6 +476,41 @@ static enum verdict unmapped_address_efault(void)
 }
 
 /*
+ * 3e': addresses with a tag in their top byte.  Where the top byte is
+ * ignored (arm64's TBI) each is the address under the tag, and clone3()
+ * refuses a tagged one with EINVAL before it looks at memory: a valid
+ * token's, which must be left as it was for the untagged call that
+ * follows, and ordinary memory's, which a kernel that untagged the address
+ * for its VMA lookup only refused with EFAULT instead.  Where no tagging
+ * is on, neither is a user address: EFAULT.
+ */
+static enum verdict tagged_token_refused(void)
+{
+	static uint64_t plain_word;
+	const uint64_t tag = 0x5aULL << 56;
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	uint64_t tagged[2] = { token | tag, (uint64_t)&plain_word | tag };
+	long pid;
+	int i;
+
+	CHECK(token, "map_shadow_stack failed");
+	for (i = 0; i < 2; i++) {
+		pid = start_child(CLONE_VM, tagged[i], CLONE_ARGS_SIZE_VER3, child_report, r);
+		if (pid > 0)
+			reap(pid);
+		CHECK(pid == -SHSTK_TAGGED_TOKEN_ERRNO, "clone3 with %#lx returned %ld, expected %d",
+		      (long)tagged[i], pid, -SHSTK_TAGGED_TOKEN_ERRNO);
+	}
+	CHECK(shstk_peek(token) == shstk_expected_token(token),
+	      "the token was not left as it was: %#lx", (long)shstk_peek(token));
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	CHECK(pid > 0, "clone3 with the untagged token returned %ld", pid);
+	CHECK(reap(pid) == 0, "the child of the untagged token did not exit 0");
+	return PASS;
+}
+
+/*
  * 3f: an aligned token that is not a user address: the top page of the
  * address space.  On x86 the child's SSP (token + 8) went back through
  * copy_thread()'s IS_ERR_VALUE() test and came out as a made-up errno
@@ -1368,6 +1403,7 @@ static const struct shstk_case cases[] = {
 	{ "normal_memory_efault", true, false, normal_memory_efault },
 	{ "shstk_page_without_token_einval", true, false, shstk_page_without_token_einval },
 	{ "unmapped_address_efault", true, false, unmapped_address_efault },
+	{ "tagged_token_refused", true, false, tagged_token_refused },
 	{ "not_user_address_efault", true, false, not_user_address_efault },
 	{ "readonly_file_mapping_efault_no_cow", true, false,
 	  readonly_file_mapping_efault_no_cow },

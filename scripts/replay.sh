@@ -4,8 +4,9 @@
 # make replay: record one round of the clone3() token race
 # (guest/token_race.c) under QEMU's record/replay, then replay it under gdb,
 # which can run it backwards: from where the losing racer gets EINVAL back
-# into the winner's arch_shstk_validate_clone(), where the token word goes
-# from the token to 0.
+# into the winner's token check (shstk_validate_clone(), or v23's
+# arch_shstk_validate_clone()), where the token word goes from the token
+# to 0.
 #
 #   scripts/replay.sh ARCH [EMU]          record, then an interactive gdb on
 #                                         the replay (gdb/replay.py)

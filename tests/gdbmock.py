@@ -162,6 +162,9 @@ class Register:
         self.name = name
 
 
+NORMAL_FRAME, INLINE_FRAME = 0, 1
+
+
 class Frame:
     def __init__(self, name="copy_thread", variables=None, registers=(), older=None):
         self._name, self.variables, self._registers = name, variables or {}, registers
@@ -172,6 +175,9 @@ class Frame:
 
     def older(self):
         return self._older
+
+    def type(self):
+        return NORMAL_FRAME
 
     def read_var(self, name):
         if name not in self.variables:
@@ -212,6 +218,9 @@ class State:
         self.bytes = {}        # address -> bytes, for read_memory
         self.symbols = {}      # exact expression -> Value, int, or exception
         self.types = {}
+        # The kernel's global symbols that code looks up by name: the
+        # default series has the token check's arch hook.
+        self.global_symbols = {"arch_shstk_clone_token"}
         self.out = []
         self.commands = {}
         self.functions = {}
@@ -284,6 +293,11 @@ CLONE_ARGS = Type("struct clone_args", 96, fields=[
          "tls", "set_tid", "set_tid_size", "cgroup", "shstk_token"))])
 
 
+def lookup_global_symbol(name):
+    """A symbol of STATE.global_symbols, or None."""
+    return types.SimpleNamespace(name=name) if name in STATE.global_symbols else None
+
+
 def lookup_type(name):
     if name == CLONE_ARGS.name:
         return STATE.types.get(name, CLONE_ARGS)
@@ -306,6 +320,7 @@ def _gdb_module():
     gdb.TYPE_CODE_PTR, gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_INT = \
         TYPE_CODE_PTR, TYPE_CODE_STRUCT, TYPE_CODE_INT
     gdb.BP_BREAKPOINT, gdb.BP_HARDWARE_BREAKPOINT = 1, 2
+    gdb.NORMAL_FRAME, gdb.INLINE_FRAME = NORMAL_FRAME, INLINE_FRAME
     gdb.parse_and_eval = parse_and_eval
     gdb.execute = execute
     gdb.write = lambda text: STATE.out.append(text)
@@ -315,6 +330,7 @@ def _gdb_module():
     gdb.selected_inferior = Inferior
     gdb.selected_thread = lambda: STATE.thread
     gdb.lookup_type = lookup_type
+    gdb.lookup_global_symbol = lookup_global_symbol
     gdb.breakpoints = lambda: []
     gdb.parameter = lambda name: STATE.parameters.get(name)
     gdb.find_pc_line = lambda pc: types.SimpleNamespace(
@@ -332,7 +348,7 @@ def _gdb_module():
         def fire(self, event=None):
             for fn in self.handlers:
                 fn(event)
-    gdb.events = types.SimpleNamespace(stop=Event())
+    gdb.events = types.SimpleNamespace(stop=Event(), new_objfile=Event())
 
     class Breakpoint:
         def __init__(self, spec, type=1, internal=False):
@@ -427,4 +443,8 @@ def reset(arch="x86_64"):
     commands, functions = STATE.commands, STATE.functions
     STATE = State(arch)
     STATE.commands, STATE.functions = commands, functions
+    # What gdb/shstk read from the last target's kernel goes with it.
+    loaded = sys.modules.get("shstk.commands")
+    if loaded is not None:
+        loaded.forget_kernel()
     return STATE

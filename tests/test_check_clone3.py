@@ -60,6 +60,62 @@ class HandlerTest(unittest.TestCase):
         ok = self.cc.on_child(run, case)
         return ok, self.steps(run)[-1]
 
+    def validate_stop(self, symbols, stop, caller, hook_arg):
+        """on_validate() for an accepted token at @stop, whose caller frame
+        is @caller and whose first argument is @hook_arg (None: a pointer to
+        the task of the arch's own check): (ok, the step log, task_mm's
+        calls, the Return made)."""
+        from shstk import commands, usermem
+        run = self.run_for("x86_64")
+        gdbmock.STATE.global_symbols = symbols
+        self.cc.set_breakpoints(run)
+        self.assertIn(stop, [b.spec for b in gdbmock.STATE.breakpoints])
+        gdbmock.STATE.frame = gdbmock.Frame(stop, older=gdbmock.Frame(caller))
+        case = self.cc.Case("valid")
+        case.token = 0x7f0000002ff8
+        case.alloc_task = gdbmock.struct("task_struct", 0x1000, pid=9)
+        check_task = gdbmock.struct("task_struct", 0x2000, pid=9)
+        arg = gdbmock.pointer(check_task) if hook_arg is None else gdbmock.Value(hook_arg)
+        mm = mock.Mock(return_value=0x3000)
+        with mock.patch.object(self.cc, "first_arg", return_value=arg), \
+                mock.patch.object(usermem, "task_mm", mm), \
+                mock.patch.object(usermem, "read_u64", return_value=0x7f0000003001), \
+                mock.patch.object(self.cc, "check_oracle", return_value=True):
+            ok = self.cc.on_validate(run, case)
+        self.assertIs(commands.token_check(), commands.CORE_CHECK if symbols
+                      else commands.ARCH_CHECK)
+        return ok, self.steps(run), mm.call_args_list, gdbmock.STATE.breakpoints[-1]
+
+    def test_the_validate_stop_is_where_the_kernel_checks_the_value(self):
+        # patches/: the arch hook fork.c's check calls just before it reads
+        # the word (its argument, the token; the task is copy_thread's), and
+        # the verdict at that check's return, a frame up.
+        ok, steps, calls, ret = self.validate_stop(
+            {"arch_shstk_clone_token"}, "arch_shstk_clone_token", "shstk_validate_clone",
+            0x7f0000002ff8)
+        self.assertTrue(ok)
+        self.assertEqual((steps[-1]["location"], steps[-1]["verdict"]),
+                         ("arch_shstk_clone_token", "pass"))
+        self.assertEqual(int(calls[0].args[0]["pid"]), 9)
+        self.assertEqual(calls[0].args[0]._address, 0x1000)
+        self.assertEqual(ret.spec.name(), "shstk_validate_clone")
+        # v23: the arch's own check, its task argument, its own return.
+        ok, steps, calls, ret = self.validate_stop(
+            set(), "arch_shstk_validate_clone", "copy_process", None)
+        self.assertTrue(ok)
+        self.assertEqual(steps[-1]["location"], "arch_shstk_validate_clone")
+        self.assertEqual(calls[0].args[0]._address, 0x2000)
+        self.assertEqual(ret.spec.name(), "arch_shstk_validate_clone")
+
+    def test_a_validate_stop_that_is_not_this_call_fails(self):
+        # Another token at the hook, or a caller that is not the check.
+        with self.assertRaisesRegex(gdbmock.GdbError, "not this call's token"):
+            self.validate_stop({"arch_shstk_clone_token"}, "arch_shstk_clone_token",
+                               "shstk_validate_clone", 0x7f0000004ff8)
+        with self.assertRaisesRegex(gdbmock.GdbError, "not an out-of-line shstk_validate_clone"):
+            self.validate_stop({"arch_shstk_clone_token"}, "arch_shstk_clone_token",
+                               "copy_process", 0x7f0000002ff8)
+
     def test_step_5_is_a_skip_where_no_ssp_register_is_shown(self):
         ok, step = self.child_stop("x86_64", ("rax", "rip"))
         self.assertTrue(ok)
@@ -192,7 +248,7 @@ class HandlerTest(unittest.TestCase):
         self.assertFalse(self.cc.is_repeat(run, None))
 
     def test_run_case_fails_a_wrong_path(self):
-        # With a shadow stack, no_token must reach arch_shstk_validate_clone.
+        # With a shadow stack, no_token must reach the token check.
         run = self.run_for("arm64", shstk_on=True)
         stops = iter(["entry", "alloc", "alloc_ret", "parent"])
         with mock.patch.object(self.cc, "next_stop", lambda run: next(stops)), \

@@ -216,6 +216,20 @@ class CloneVerdictTest(unittest.TestCase):
         self.assertTrue(self.verdict(self.A + 8 | 1, True, None)[1].startswith(
             "(if the caller has a shadow stack)"))
 
+    def test_the_refusal_names_the_kernels_token_check(self):
+        # fork.c's check (patches/) by default; the arch's where the
+        # kernel has no arch_shstk_clone_token() hook (v23).
+        self.assertIn("EINVAL in shstk_validate_clone()", self.verdict(0, True, True)[1])
+        why = decode.clone3_verdict("x86_64", self.A, 0, True, True, "arch_shstk_validate_clone")
+        self.assertIn("EINVAL in arch_shstk_validate_clone()", why[1])
+        for symbols, want in (({"arch_shstk_clone_token"}, commands.CORE_CHECK),
+                              (set(), commands.ARCH_CHECK)):
+            with self.subTest(symbols=symbols):
+                gdbmock.reset("x86_64").global_symbols = symbols
+                commands._token_check = None
+                self.addCleanup(setattr, commands, "_token_check", None)
+                self.assertEqual(commands.token_check(), want)
+
     def test_the_command_on_a_bss_page_never_touched(self):
         # The report from make debug: "[0x4b8ff8] = unmapped: not mapped:
         # clone3() refuses it with EFAULT; in a non-shadow-stack VMA".
@@ -427,7 +441,7 @@ class ContextTest(unittest.TestCase):
         self.assertIn("\x1b[1;33m0x7f0000002ff0\x1b[0m", gdb.execute("shstk-context", to_string=True))
 
     def test_a_token_this_clone3_consumed_is_not_a_refusal(self):
-        # Valid in copy_thread(); after arch_shstk_validate_clone() returned
+        # Valid in copy_thread(); after the token check returned
         # to copy_process(), the word is 0: consumed by this very call.  A
         # second call with the same struct and token, whose copy_thread()
         # already finds 0, is a refusal (gdb-check's "reused" case).

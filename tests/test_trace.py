@@ -57,6 +57,30 @@ class TraceTest(unittest.TestCase):
         calls, _ = calls_of([line.replace(f"ssp={T + 8:#x}", f"ssp={T:#x}") for line in x86])
         self.assertIn("not token + 8", trace.check_call(calls[0])[0])
 
+    def test_a_token_check_that_also_checks_the_vma(self):
+        # patches/: fork.c's shstk_validate_clone() refuses a token outside
+        # a shadow stack itself, so the EFAULT comes with a validate event;
+        # a value refusal from it is still the token stage.
+        lines = [f"clone3_enter pid=5 size=96 token={T:#x} word=0x0",
+                 f"alloc pid=5 token={T:#x} ret=0 gcspr={T + 8:#x}",
+                 f"validate pid=5 token={T:#x} ret=-14 func=shstk_validate_clone",
+                 f"clone3_exit pid=5 token={T:#x} ret=-14",
+                 f"clone3_enter pid=5 size=96 token={T:#x} word=0x0",
+                 f"alloc pid=5 token={T:#x} ret=0 gcspr={T + 8:#x}",
+                 f"validate pid=5 token={T:#x} ret=-22 func=shstk_validate_clone",
+                 f"clone3_exit pid=5 token={T:#x} ret=-22"]
+        calls, stray = calls_of(lines)
+        self.assertEqual(stray, [])
+        self.assertEqual([trace.check_call(c) for c in calls], [[], []])
+        self.assertEqual([trace.stage_of(c) for c in calls], ["vma", "token"])
+        # An EFAULT after a check that let the token through is not explained.
+        calls, _ = calls_of([line.replace("ret=-14 func", "ret=0 func") for line in lines[:4]])
+        self.assertIn("EFAULT, yet the token was validated", trace.check_call(calls[0])[0])
+        # Nor is one from a check that never looks at the VMA (v23's).
+        calls, _ = calls_of([line.replace("func=shstk_validate_clone",
+                                          "func=arch_shstk_validate_clone") for line in lines[:4]])
+        self.assertIn("EFAULT, yet the token was validated", trace.check_call(calls[0])[0])
+
     def test_refusal_with_a_task_fails(self):
         lines = GOOD[7:10] + [f"newtask pid=5 new_pid=10 token={T:#x} ssp={T + 8:#x}"] + GOOD[10:11]
         calls, _ = calls_of(lines)
@@ -189,9 +213,9 @@ P = 0xffff926c6ff8
 PROVENANCE = f"""TRACE READY errno-provenance comm=shstk_gdb
 accepted pid=4 token={P:#x} ret=11
 refused pid=4 token={P - 1:#x} ret=-22 origin=clone3_args_valid how=inferred
-refused pid=4 token={P - 0x2000:#x} ret=-22 origin=arch_shstk_validate_clone how=probed
+refused pid=4 token={P - 0x2000:#x} ret=-22 origin=fexit:vmlinux:arch_shstk_validate_clone how=probed
 refused pid=4 token=0x4b4ff8 ret=-14 origin=shstk_validate_clone how=inferred
-refused pid=4 token={P:#x} ret=-22 origin=arch_shstk_validate_clone how=probed
+refused pid=4 token={P:#x} ret=-22 origin=fexit:vmlinux:arch_shstk_validate_clone how=probed
 """.splitlines()
 PROVENANCE_SEEN = [(P, 0, "valid"), (P - 1, -22, "misaligned"), (P - 0x2000, -22, "no_token"),
                    (0x4b4ff8, -14, "normal"), (P, -22, "reused")]
@@ -213,6 +237,30 @@ class ProvenanceTest(unittest.TestCase):
         rows, problems = self.check(lines)
         self.assertEqual([r[3] for r in rows], ["pass", "pass", "pass", "fail", "pass"])
         self.assertIn("came from pin_user_pages_remote, not shstk_validate_clone", problems[0])
+
+    def test_the_token_check_in_fork_c(self):
+        # patches/: both refusals of shstk_validate_clone() are probed; an
+        # EINVAL from it is the token stage, an EFAULT the VMA stage.
+        lines = [line.replace("origin=fexit:vmlinux:arch_shstk_validate_clone",
+                              "origin=fexit:vmlinux:shstk_validate_clone")
+                 .replace("origin=shstk_validate_clone how=inferred",
+                          "origin=fexit:vmlinux:shstk_validate_clone how=probed")
+                 for line in PROVENANCE]
+        rows, problems = self.check(lines)
+        self.assertEqual(problems, [])
+        self.assertEqual([r[3] for r in rows], ["pass"] * 5)
+        # The token stage's EINVAL only inferred is not the check's.
+        inferred = list(lines)
+        inferred[3] = inferred[3].replace("origin=fexit:vmlinux:shstk_validate_clone how=probed",
+                                          "origin=shstk_validate_clone how=inferred")
+        rows, problems = self.check(inferred)
+        self.assertEqual([r[3] for r in rows], ["pass", "pass", "fail", "pass", "pass"])
+        # The token stage's EINVAL put on the copy_thread hook fails.
+        self.assertIn("origin=fexit:vmlinux:shstk_validate_clone", lines[3])
+        lines[3] = lines[3].replace("origin=fexit:vmlinux:shstk_validate_clone",
+                                    "origin=copy_thread")
+        rows, problems = self.check(lines)
+        self.assertEqual([r[3] for r in rows], ["pass", "pass", "fail", "pass", "pass"])
 
     def test_accepted_where_the_guest_was_refused_fails(self):
         # (the first line is bpftrace's TRACE READY)

@@ -4,6 +4,8 @@
 Each says what it could not read and why, as a gdb error message
 (errors.reported): none ends in a Python traceback.
 """
+from collections import namedtuple
+
 import gdb
 
 from shstk import decode, ssp, tasks, usermem, vmas
@@ -74,7 +76,8 @@ def clone3_outcome(caller, token, args=None):
     d = _vma_of(caller, token)
     word = _word_at(caller, token & ~7)
     ok, why = decode.clone3_verdict(tasks.arch(), token, word,
-                                    None if d is None else d["shadow_stack"], caller_on)
+                                    None if d is None else d["shadow_stack"], caller_on,
+                                    token_check().function)
     if args is not None:
         with reading("the frames of this clone"):
             in_copy_thread, child = _clone_frames()
@@ -184,6 +187,49 @@ def token_field():
     return _token_field
 
 
+# Where the kernel checks a token's value.  function: the one that returns
+# the verdict (0, or -EINVAL for a word that is not the token), with the new
+# task first and the kernel_clone_args as "args" among its parameters;
+# value_hook: the architecture's hook it calls just before it reads the
+# word, None where the architecture does the whole check.
+class TokenCheck(namedtuple("TokenCheck", "function value_hook")):
+    @property
+    def stop(self):
+        """Where to stop just before the word is read."""
+        return self.value_hook or self.function
+
+    @property
+    def verdict_callers(self):
+        """How many frames above that stop the verdict's function is."""
+        return 1 if self.value_hook else 0
+
+
+# patches/ since "fork: Check and consume the shadow stack token in one
+# place": fork.c's shstk_validate_clone() also checks the VMA, so only its
+# hook is reached by the tokens whose value is checked.
+CORE_CHECK = TokenCheck("shstk_validate_clone", "arch_shstk_clone_token")
+# The series as posted (v23) and patches/ before it: the arch's own check.
+ARCH_CHECK = TokenCheck("arch_shstk_validate_clone", None)
+_token_check = None
+
+
+def forget_kernel(event=None):
+    """Drop what was read from the kernel's debug information: another
+    vmlinux may be loaded next (gdb.events.new_objfile)."""
+    global _token_field, _token_check
+    _token_field = _token_check = None
+
+
+def token_check():
+    """This kernel's TokenCheck, from its symbols."""
+    global _token_check
+    if _token_check is None:
+        with reading("the kernel's symbols"):
+            hook = gdb.lookup_global_symbol(CORE_CHECK.value_hook)
+        _token_check = CORE_CHECK if hook is not None else ARCH_CHECK
+    return _token_check
+
+
 def token_of(args):
     """The token in a struct kernel_clone_args, as an address."""
     return int(args[token_field()]) & (2**64 - 1)
@@ -271,10 +317,17 @@ mode alike (for breakpoint conditions)."""
             return tasks.comm(tasks.on_cpu())
 
 
+_registered = False
+
+
 def register():
+    global _registered
     ShstkVmas()
     ShstkToken()
     ShstkSsp()
     ShstkCloneArgs()
     ShstkTokenWord()
     ShstkComm()
+    if not _registered:
+        gdb.events.new_objfile.connect(forget_kernel)
+        _registered = True

@@ -68,12 +68,14 @@ def token_verdict(arch, addr, word):
     return False, f"not a token: expected {want:#x} (EINVAL)"
 
 
-def clone3_verdict(arch, addr, word, vma_shadow_stack, caller_shadow_stack):
+def clone3_verdict(arch, addr, word, vma_shadow_stack, caller_shadow_stack,
+                   checker="shstk_validate_clone"):
     """What clone3() does with the token at @addr, in the order the kernel
     checks: (accepted, why).  @word: the word there, None if its page is not
     present; @vma_shadow_stack: None if no VMA holds @addr, else whether it
     is a writable shadow stack (is_shadow_stack); @caller_shadow_stack:
-    whether the calling thread has shadow stacks enabled, None if unknown."""
+    whether the calling thread has shadow stacks enabled, None if unknown;
+    @checker: the kernel function that checks the word (commands.TokenCheck)."""
     if addr % SLOT:
         return False, "misaligned: EINVAL in clone3_args_valid(), before any task is made"
     if caller_shadow_stack is False:
@@ -87,12 +89,12 @@ def clone3_verdict(arch, addr, word, vma_shadow_stack, caller_shadow_stack):
     if word is None:
         return False, unknown + ("page not present, so gdb cannot read the word: the kernel "
                                  "faults the page in and checks it (a page never touched holds "
-                                 "0): EINVAL in arch_shstk_validate_clone()")
+                                 f"0): EINVAL in {checker}()")
     ok, why = token_verdict(arch, addr, word)
     if ok:
         return True, unknown + "valid token: consumed, the child starts on token + 8"
     return False, unknown + why.removesuffix(" (EINVAL)") + \
-        ": EINVAL in arch_shstk_validate_clone()"
+        f": EINVAL in {checker}()"
 
 
 # XSAVE layout (Intel SDM vol. 1, 13.4): the legacy area and the header come

@@ -105,6 +105,8 @@ static inline uint64_t shstk_signal_token(uint64_t addr)
 #define SHSTK_ENABLE_NR		__NR_arch_prctl
 #define SHSTK_ENABLE_ARG0	ARCH_SHSTK_ENABLE
 #define SHSTK_AUDIT_ARCH	AUDIT_ARCH_X86_64
+/* An address with a tag in its top byte: no tagging here, so not a user one. */
+#define SHSTK_TAGGED_TOKEN_ERRNO	EFAULT
 #define shstk_enable_raw() \
 	raw_syscall6(SHSTK_ENABLE_NR, SHSTK_ENABLE_ARG0, ARCH_SHSTK_SHSTK, 0, 0, 0, 0)
 
@@ -210,6 +212,8 @@ static inline uint64_t shstk_signal_token(uint64_t addr)
 #define SHSTK_ENABLE_NR		__NR_prctl
 #define SHSTK_ENABLE_ARG0	PR_SET_SHADOW_STACK_STATUS
 #define SHSTK_AUDIT_ARCH	AUDIT_ARCH_AARCH64
+/* An address with a tag in its top byte: TBI makes it the one under the tag. */
+#define SHSTK_TAGGED_TOKEN_ERRNO	EINVAL
 #define shstk_enable_raw() \
 	raw_syscall6(SHSTK_ENABLE_NR, SHSTK_ENABLE_ARG0, PR_SHADOW_STACK_ENABLE, 0, 0, 0, 0)
 
@@ -310,6 +314,11 @@ static inline uint64_t shstk_signal_token(uint64_t addr)
 #define SHSTK_ENABLE_NR		__NR_prctl
 #define SHSTK_ENABLE_ARG0	PR_SET_SHADOW_STACK_STATUS
 #define SHSTK_AUDIT_ARCH	AUDIT_ARCH_RISCV64
+/*
+ * An address with a tag in its top byte: pointer masking is off unless a
+ * program turns it on, so not a user one.
+ */
+#define SHSTK_TAGGED_TOKEN_ERRNO	EFAULT
 #define shstk_enable_raw() \
 	raw_syscall6(SHSTK_ENABLE_NR, SHSTK_ENABLE_ARG0, PR_SHADOW_STACK_ENABLE, 0, 0, 0, 0)
 
