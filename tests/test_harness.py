@@ -227,6 +227,26 @@ class BackendTest(unittest.TestCase):
                        "declare -F emu_build_command >/dev/null && " + show)
         self.assertEqual(out, ["0"])
 
+    def test_a_kasan_kernel_boots_its_boot_image(self):
+        # x86 under QEMU boots vmlinux through PVH, which enters KASAN's
+        # instrumented code before its shadow exists: a KASAN kernel's
+        # boot image instead.
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "arch/x86/boot"))
+            for f in ("arch/x86/boot/bzImage", "vmlinux.stripped"):
+                open(os.path.join(d, f), "w").close()
+            show = 'KERNEL=$1/$KIMAGE; qemu_kernel k; echo "${k#$1/}"'
+            for config, want in (("CONFIG_KASAN=y\n", "arch/x86/boot/bzImage"),
+                                 ("# CONFIG_KASAN is not set\n", "vmlinux.stripped")):
+                with self.subTest(config=config):
+                    with open(os.path.join(d, ".config"), "w") as f:
+                        f.write(config)
+                    r = subprocess.run(["bash", "-c", ". scripts/lib.sh; arch_vars x86_64; "
+                                        "emu_vars qemu; " + show, "-", d], cwd=TOP,
+                                       capture_output=True, text=True, timeout=30)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertEqual(r.stdout.split(), [want])
+
     def test_cet_where_the_qemu_has_it(self):
         show = 'echo "${EMU_NO_SHSTK_WHY:-none}" | tr " " _; echo "${EMU_SSP_REGISTER:-none}"'
         self.assertEqual(self.emu("emu_vars qemu; " + show), ["none", "pl3_ssp"])

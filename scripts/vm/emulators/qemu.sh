@@ -162,15 +162,19 @@ emu_declare() {
 # The image QEMU boots: config/arches.ini's qemu_kernel_image, beside the
 # boot image (KERNEL) in its build directory.  On x86 that is vmlinux
 # itself, entered through PVH: SeaBIOS still runs, but not the real-mode
-# setup or the decompressor, which took most of a boot under TCG.
+# setup or the decompressor, which took most of a boot under TCG.  A KASAN
+# kernel boots its boot image: PVH enters instrumented code before KASAN's
+# shadow exists, and the first check of it faults (then a triple fault).
 #   qemu_kernel VAR
 # shellcheck disable=SC2153  # KIMAGE and QEMU_KIMAGE: set by arch_vars
 qemu_kernel() {
-	local kimage=$KERNEL
+	local kimage=$KERNEL dir
 	if [ "$QEMU_KIMAGE" != "$KIMAGE" ]; then
-		[ "${KERNEL%"/$KIMAGE"}" != "$KERNEL" ] ||
+		dir=${KERNEL%"/$KIMAGE"}
+		[ "$dir" != "$KERNEL" ] ||
 			die "kernel image $KERNEL is not a build directory's $KIMAGE"
-		kimage=${KERNEL%"/$KIMAGE"}/$QEMU_KIMAGE
+		grep -q '^CONFIG_KASAN=y' "$dir/.config" 2>/dev/null ||
+			kimage=$dir/$QEMU_KIMAGE
 	fi
 	[ -f "$kimage" ] || die "no $kimage (make kernel ARCH=$ARCH)"
 	printf -v "$1" '%s' "$kimage"
