@@ -121,6 +121,14 @@ class JudgeRunTest(unittest.TestCase):
         vm.update(exit=124, timeout=True)
         self.assertIsNone(report.signal_of(vm))
 
+    def test_an_early_reset_is_named(self):
+        # QEMU with -no-reboot exits 0 at a triple fault: nothing printed.
+        vm = {"exit": 0, "seconds": 0.48, "poweroff_exit": 0}
+        _, _, problems = report.judge_run(vm, "", "")
+        self.assertIn("neither the kernel nor the guest printed anything", problems[0])
+        _, _, problems = report.judge_run(vm, "", self.FINISHED)
+        self.assertEqual(problems, [])
+
     def test_unfinished_guest_fails(self):
         vm = {"arch": "arm64", "emu": "qemu", "exit": 0, "timeout": False, "seconds": 3}
         _, _, problems = report.judge_run(vm, "", "SHSTK-LAB BEGIN t\n1..1\nok 1 a\n")

@@ -337,7 +337,7 @@ qemu_restore() {
 # boot BASE cold with KWORDS, saved into TMP/snapshot once init is at its
 # snapshot point.
 qemu_snapshot_save() {
-	local tmp=$1 pid saver rc=0
+	local tmp=$1 pid saver rc=0 qemu_rc=0 why
 	: >"$tmp/console.log"
 	qemu_machine "$3" "$4" "$5" "$tmp" ""
 	EMU_CMD+=(-qmp "unix:$tmp/qmp.sock,server=on,wait=off")
@@ -353,10 +353,13 @@ qemu_snapshot_save() {
 	trap 'exit 143' TERM
 	wait "$saver" || rc=$?
 	[ "$rc" -eq 0 ] || kill -TERM "$pid" 2>/dev/null || true
-	wait "$pid" || true
+	wait "$pid" || qemu_rc=$?
 	trap - EXIT TERM
 	if [ "$rc" -ne 0 ] || [ ! -s "$tmp/snapshot" ]; then
-		die "making the QEMU snapshot failed: see $tmp/console.log and $tmp/emulator.log" \
+		why="QEMU exited $qemu_rc"
+		[ -s "$tmp/console.log" ] ||
+			why+=" with nothing on the console (a reset before the console came up, as a triple fault early in boot)"
+		die "making the QEMU snapshot failed: $why; see $tmp/console.log and $tmp/emulator.log" \
 			"(SHSTK_SNAPSHOT=0 boots cold)"
 	fi
 }
