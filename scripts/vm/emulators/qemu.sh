@@ -173,7 +173,9 @@ qemu_kernel() {
 		dir=${KERNEL%"/$KIMAGE"}
 		[ "$dir" != "$KERNEL" ] ||
 			die "kernel image $KERNEL is not a build directory's $KIMAGE"
-		grep -q '^CONFIG_KASAN=y' "$dir/.config" 2>/dev/null ||
+		[ -f "$dir/.config" ] ||
+			die "no $dir/.config: cannot tell whether that kernel has KASAN, which decides the image QEMU boots"
+		grep -q '^CONFIG_KASAN=y' "$dir/.config" ||
 			kimage=$dir/$QEMU_KIMAGE
 	fi
 	[ -f "$kimage" ] || die "no $kimage (make kernel ARCH=$ARCH)"
@@ -337,7 +339,7 @@ qemu_restore() {
 # boot BASE cold with KWORDS, saved into TMP/snapshot once init is at its
 # snapshot point.
 qemu_snapshot_save() {
-	local tmp=$1 pid saver rc=0 qemu_rc=0 why
+	local tmp=$1 pid saver rc=0 qemu_rc=0 why=
 	: >"$tmp/console.log"
 	qemu_machine "$3" "$4" "$5" "$tmp" ""
 	EMU_CMD+=(-qmp "unix:$tmp/qmp.sock,server=on,wait=off")
@@ -352,13 +354,18 @@ qemu_snapshot_save() {
 	trap 'kill -TERM "$pid" "$saver" 2>/dev/null; rm -rf "$tmp"' EXIT
 	trap 'exit 143' TERM
 	wait "$saver" || rc=$?
-	[ "$rc" -eq 0 ] || kill -TERM "$pid" 2>/dev/null || true
+	if [ "$rc" -ne 0 ] && kill -0 "$pid" 2>/dev/null; then
+		why="the saver failed while QEMU still ran (this script stopped QEMU)"
+		kill -TERM "$pid" 2>/dev/null || true
+	fi
 	wait "$pid" || qemu_rc=$?
 	trap - EXIT TERM
 	if [ "$rc" -ne 0 ] || [ ! -s "$tmp/snapshot" ]; then
-		why="QEMU exited $qemu_rc"
-		[ -s "$tmp/console.log" ] ||
-			why+=" with nothing on the console (a reset before the console came up, as a triple fault early in boot)"
+		if [ -z "${why:-}" ]; then
+			why="QEMU exited $qemu_rc"
+			[ "$qemu_rc" -ne 0 ] || [ -s "$tmp/console.log" ] ||
+				why+=" with nothing on the console (a reset before the console came up, as a triple fault early in boot)"
+		fi
 		die "making the QEMU snapshot failed: $why; see $tmp/console.log and $tmp/emulator.log" \
 			"(SHSTK_SNAPSHOT=0 boots cold)"
 	fi
