@@ -192,7 +192,8 @@ class CloneVerdictTest(unittest.TestCase):
     A = 0x4b8ff8
 
     def verdict(self, word, vma, caller):
-        return decode.clone3_verdict("x86_64", self.A, word, vma, caller)
+        return decode.clone3_verdict("x86_64", self.A, word, vma, caller,
+                                     commands.CORE_CHECK.function)
 
     def test_caller_without_shadow_stack_is_einval_first(self):
         ok, why = self.verdict(None, False, False)
@@ -212,13 +213,14 @@ class CloneVerdictTest(unittest.TestCase):
         self.assertEqual(self.verdict(self.A + 8 | 1, True, True),
                          (True, "valid token: consumed, the child starts on token + 8"))
         self.assertIn("zero: consumed", self.verdict(0, True, True)[1])
-        self.assertIn("misaligned", decode.clone3_verdict("x86_64", self.A + 1, 0, True, False)[1])
+        self.assertIn("misaligned", decode.clone3_verdict("x86_64", self.A + 1, 0, True, False,
+                                                          commands.CORE_CHECK.function)[1])
         self.assertTrue(self.verdict(self.A + 8 | 1, True, None)[1].startswith(
             "(if the caller has a shadow stack)"))
 
     def test_the_refusal_names_the_kernels_token_check(self):
-        # fork.c's check (patches/) by default; the arch's where the
-        # kernel has no arch_shstk_clone_token() hook (v23).
+        # fork.c's check (patches/); the arch's where the kernel has no
+        # arch_shstk_clone_token() hook (v23).
         self.assertIn("EINVAL in shstk_validate_clone()", self.verdict(0, True, True)[1])
         why = decode.clone3_verdict("x86_64", self.A, 0, True, True, "arch_shstk_validate_clone")
         self.assertIn("EINVAL in arch_shstk_validate_clone()", why[1])

@@ -68,8 +68,7 @@ def token_verdict(arch, addr, word):
     return False, f"not a token: expected {want:#x} (EINVAL)"
 
 
-def clone3_verdict(arch, addr, word, vma_shadow_stack, caller_shadow_stack,
-                   checker="shstk_validate_clone"):
+def clone3_verdict(arch, addr, word, vma_shadow_stack, caller_shadow_stack, checker):
     """What clone3() does with the token at @addr, in the order the kernel
     checks: (accepted, why).  @word: the word there, None if its page is not
     present; @vma_shadow_stack: None if no VMA holds @addr, else whether it

@@ -361,7 +361,7 @@ qemu_snapshot_save() {
 	wait "$pid" || qemu_rc=$?
 	trap - EXIT TERM
 	if [ "$rc" -ne 0 ] || [ ! -s "$tmp/snapshot" ]; then
-		if [ -z "${why:-}" ]; then
+		if [ -z "$why" ]; then
 			why="QEMU exited $qemu_rc"
 			[ "$qemu_rc" -ne 0 ] || [ -s "$tmp/console.log" ] ||
 				why+=" with nothing on the console (a reset before the console came up, as a triple fault early in boot)"
