@@ -27,9 +27,9 @@ export SHSTK_SERIES := $(if $(SERIES),$(abspath $(SERIES)))
 # fuzz (guest seconds; scripts/run.sh and scripts/fuzz.sh hold the defaults).
 export XSAVE_SECONDS
 # The supported architectures of config/arches.ini, the one table of them.
-ARCHES := $(shell bash -c '. scripts/lib.sh && arch_names')
+ARCHES := $(shell bash -c '. scripts/lib/core.sh && arch_names')
 # The ones in progress: only with ARCH= given (config/arches.ini, status).
-ARCHES_IN_PROGRESS := $(filter-out $(ARCHES),$(shell bash -c '. scripts/lib.sh && arch_names --all'))
+ARCHES_IN_PROGRESS := $(filter-out $(ARCHES),$(shell bash -c '. scripts/lib/core.sh && arch_names --all'))
 # Targets that act on one architecture default to the host's (uname -m: the
 # table's aliases make aarch64 arm64); the ones that test run every arch
 # EMU emulates unless ARCH is given.
@@ -51,7 +51,7 @@ prog_needs_arch = $(if $(PROG),$(if $(ARCH),,$(error PROG= needs ARCH= (a static
 # `make help` prints the "##" lines below, the one list of targets and
 # options (tests/test_docs.py holds the README's table to it).
 help:
-	@echo "shstk-lab (ARCH=$(subst $(eval) ,|,$(ARCHES)), EMU=qemu|bochs; cache: $$(bash -c '. scripts/lib.sh && echo "$$SHSTK_CACHE"'))"
+	@echo "shstk-lab (ARCH=$(subst $(eval) ,|,$(ARCHES)), EMU=qemu|bochs; cache: $$(bash -c '. scripts/lib/core.sh && echo "$$SHSTK_CACHE"'))"
 	@awk -F' [|]( |$$)' '/^## / { sub(/^## /, ""); if (NF == 1) print; else if ($$2 == "") print "  " $$1; else printf "  %-34s %s\n", $$1, $$2 }' \
 		$(firstword $(MAKEFILE_LIST))
 	@echo "In progress, only with ARCH= given: $(or $(ARCHES_IN_PROGRESS),none) (config/arches.ini says what is missing)"

@@ -16,7 +16,8 @@ import json
 import os
 import sys
 
-from checks import console, ktap, scenario
+from checks import ktap
+from spec import console, scenario
 from config import arches
 
 

@@ -29,7 +29,8 @@ import json
 import os
 import sys
 
-from checks import console, ktap
+from checks import ktap
+from spec import console
 from config import arches
 
 EINVAL = -22

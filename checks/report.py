@@ -21,7 +21,8 @@ import os
 import signal
 import sys
 
-from checks import console, junit, ktap
+from checks import junit, ktap
+from spec import console
 
 # Our own suite is listed test point by test point; the kernel's selftests
 # (many points each) are summarised, with every point that did not pass.
@@ -163,7 +164,7 @@ def judge_run(vm, console_text, guest_text):
     if not programs:
         problems.append("no guest program ran")
     # Each image lists a program once: one that ran twice means the image
-    # was built wrong (two builds once wrote one list together), and its
+    # was built wrong (two builds writing one list together, say), and its
     # points would count twice.
     runs = collections.Counter(p.name for p in programs)
     problems += [f"{name} ran {n} times: the image's test list names it more than once"

@@ -30,7 +30,8 @@ import os
 import re
 import sys
 
-from checks import console, ktap, scenario
+from checks import ktap
+from spec import console, scenario
 from config import arches
 
 EINVAL, EFAULT = scenario.EINVAL, scenario.EFAULT
@@ -145,7 +146,7 @@ def check_call(call):
 
 
 def stage_of(call):
-    """The stage of the kernel's checks (checks/scenario.py) where the traced
+    """The stage of the kernel's checks (spec/scenario.py) where the traced
     call ended, from its events; None if they say nothing clear."""
     if call["ret"] is not None and call["ret"] > 0:
         return "accepted"
@@ -252,7 +253,7 @@ def took_token(event, token):
 def check_vmas(events, seen, shstk_on, why=None):
     """trace/shstk-vmas.bt against the guest's cases: (rows, problems).
 
-    A token that reaches the arch copy_thread hook (checks/scenario.py) gets
+    A token that reaches the arch copy_thread hook (spec/scenario.py) gets
     one copy_thread event, in the order of the calls, that took it
     (took_token(); copy_process() may refuse the token after); one
     that does not (misaligned, or any from a caller without shadow stacks)
@@ -320,7 +321,7 @@ def check_provenance(events, seen, shstk_on, why=None):
     "refused" with where its errno came from.  The n-th must be the guest's
     n-th call, with its token and return; a refusal's origin must be the
     function of the stage the scenario says the kernel stops that case at
-    (checks/scenario.py STAGES)."""
+    (spec/scenario.py STAGES)."""
     calls = [(ev, f) for ev, f in events if ev in ("refused", "accepted")]
     rows, problems = [], []
     if not seen:

@@ -2,14 +2,14 @@
 """make gdb-check: a scripted, checked step-through of clone3() with a user
 shadow stack, run by gdb in batch mode against the emulator's gdbstub.
 
-The guest runs guest/shstk_gdb.c, whose clone3() calls checks/scenario.py
+The guest runs guest/shstk_gdb.c, whose clone3() calls spec/scenario.py
 describes (the cases, their order, where the kernel stops each and what it
 returns).  At every stop one handler reads the kernel's and the program's
 state by name, checks it against the scenario, and appends one JSON line to
 the step log; scripts/gdb-check.sh and checks/gdbsteps.py judge the log.
 
 Configuration comes from the environment (set by scripts/gdb-check.sh):
-see shstk/session.py, SHSTK_EMU and SHSTK_EMU_BREAKPOINTS (lib.sh export_gdb_env), and
+see shstk/session.py, SHSTK_EMU and SHSTK_EMU_BREAKPOINTS (scripts/lib/vm.sh export_gdb_env), and
 SHSTK_STEPS, the JSON-lines step log.
 Importing this file does nothing; gdb runs it as a script (main()).
 """
@@ -25,7 +25,9 @@ import gdb
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
-from checks import scenario  # noqa: E402
+# The VM layer's QMP client, for the dump drgn reads.
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts", "vm"))
+from spec import scenario  # noqa: E402
 
 PROG_COMM = "shstk_gdb"
 # The context view is drawn at every stop of make debug: it has to be quick
@@ -67,7 +69,7 @@ class Run:
 
     def __init__(self, log, arch, emu, breakpoints="hardware"):
         # breakpoints: how the emulator's gdbstub must break on user code,
-        # as its backend declares it (scripts/vm/emulators/, lib.sh
+        # as its backend declares it (scripts/vm/emulators/, scripts/lib/vm.sh
         # export_gdb_env): "hardware", or "software-by-address".
         self.log, self.arch, self.emu, self.breakpoints = log, arch, emu, breakpoints
         self.hits = []
@@ -282,7 +284,8 @@ def check_oracle(run, case, vtask):
     the shadow stack VMAs and the token word the helpers read
     (checks/oracle.py).  The dump is kept only when they disagree."""
     from checks import oracle
-    from shstk import qmp, vmas
+    import qmp
+    from shstk import vmas
     expect = "drgn, from a dump of the guest at this stop, reads the helpers' " \
         "shadow stack VMAs and token word"
     qmp_path = os.environ.get("SHSTK_QMP")

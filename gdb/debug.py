@@ -16,7 +16,7 @@ import gdb
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
-from checks import scenario  # noqa: E402
+from spec import scenario  # noqa: E402
 from shstk import session  # noqa: E402
 
 # Where a CPU with shadow stacks can be had when this one has none (x86 under

@@ -126,8 +126,8 @@ trace_start() {
 
 # trace_where SCRIPT: where each thread of a bpftrace that has not attached
 # yet is, in the kernel, on the console.  Taken on the way, after 90 and
-# 180 s (a first attach has taken 34 s), before the host's timeout ends the
-# run.
+# 180 s, well past a normal first attach, so that the console says where a
+# stuck one waits before the host's timeout ends the run.
 trace_where() {
 	pid=$(cat "/tmp/trace.$1.pid")
 	for task in /proc/"$pid"/task/*; do
@@ -171,10 +171,10 @@ trace_stop() {
 
 # shstk.trace=A,B,...: every script attached at once, each with a log of
 # its own, tracing the command shstk.trace_comm= names (the first program
-# the host's list runs).  Before the snapshot point: a run restored from
-# there starts with them attached, which took most of a trace run (tens of
-# seconds of bpftrace's start-up under TCG).  The ones that did not start
-# are reported with the programs' results.
+# the host's list runs).  Before the snapshot point, so that a run restored
+# from there starts with them attached: bpftrace's start-up under TCG is
+# longer than the rest of a trace run.  The ones that did not start are
+# reported with the programs' results.
 traces=$(echo "$trace" | tr , ' ')
 broken=
 if [ -n "$traces" ]; then
@@ -225,8 +225,8 @@ payload_source() {
 }
 # payload_unpack: the archive on stdin over this image, or the run ends: it
 # would go on with the snapshot's programs.  One process, cpio, and nothing
-# left to remove: each process after a restore costs a QEMU run some 10 ms
-# (the restored guest's code is translated afresh).
+# left to remove, because every process after a restore is slow: the
+# restored guest's code is translated afresh.
 payload_unpack() {
 	cd / || return
 	if ! cpio -i -d -u 2>/tmp/payload.err; then
@@ -256,11 +256,11 @@ if [ -n "$snapshot" ]; then
 		# the save (its partition table), and the payload is new.
 		dd if="$snapshot" of=/tmp/payload.head iflag=direct bs=4096 count=1 2>/dev/null
 		{ read -r magic bytes; read -r cmdline; } </tmp/payload.head
-		# In 1 MiB requests: each costs the emulated disk an interrupt and
-		# the guest a command (1.4 MB in 4 KiB requests took 3.8 s), into
-		# a file: a pipeline of dd and cpio took Bochs 0.9 guest s for the
-		# suite's 4.5 MB, the file and cpio reading it 0.2 s.  The disk's
-		# zeros after the archive's trailer are not cpio's concern.
+		# In 1 MiB requests, because each request costs the emulated disk an
+		# interrupt and the guest a command; into a file, because under
+		# Bochs dd to a file and cpio from it are several times quicker
+		# than a pipeline of the two (docs/boot.md).  The disk's zeros
+		# after the archive's trailer are not cpio's concern.
 		if [ "$magic" = shstk-payload ]; then
 			dd if="$snapshot" of=/tmp/payload.cpio iflag=direct,skip_bytes bs=1048576 \
 				skip=4096 count=$(((bytes + 1048575) / 1048576)) 2>/dev/null

@@ -21,8 +21,12 @@
 #
 #   RUNS=N (default 3) runs of each figure; boots get RUNS+2 on QEMU.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=lib/core.sh
+. "$(dirname "$0")/lib/core.sh"
+# shellcheck source=lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
+# shellcheck source=lib/vm.sh
+. "$SHSTK_TOP/scripts/lib/vm.sh"
 host_check
 
 runs=${RUNS:-3}
@@ -115,6 +119,13 @@ vng_ratio() {
 	prog=$(arch_vars x86_64 && echo "$GUEST_DIR/bin/smoke")
 	image=$("$SHSTK_TOP/scripts/build/guest.sh" x86_64 smoke 2>>"$log")
 	out=$SHSTK_OUT/x86_64/bench-smoke
+	# What boot.sh is given by the script that starts it (vng_ratio runs
+	# in a subshell of its own: these settings end with it).
+	arch_vars x86_64
+	emu_vars qemu
+	SHSTK_SNAPSHOT_BASE=$(guest_snapshot_base "$image")
+	export SHSTK_SNAPSHOT_BASE
+	emulator_build run
 	# A boot against a boot: not restored from a snapshot.  Then what a
 	# run here takes, restored (the first may make the snapshot: the
 	# median is of restores).

@@ -10,8 +10,12 @@
 # Quitting gdb ends QEMU; nothing is left running.  With stdin closed, gdb
 # reaches the copy_thread stop, prints it and quits (a smoke test).
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=lib/core.sh
+. "$(dirname "$0")/lib/core.sh"
+# shellcheck source=lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
+# shellcheck source=lib/vm.sh
+. "$SHSTK_TOP/scripts/lib/vm.sh"
 
 host_check
 arch_vars "${1:-}"
@@ -23,10 +27,10 @@ PROG=${3:-}
 lock_out "$OUT"
 
 if [ -n "$PROG" ]; then
-	build_kernel_and_guest --prog "$PROG"
+	build_boot --gdb --prog "$PROG"
 	prog=$(readlink -f "$PROG")
 else
-	build_kernel_and_guest gdb
+	build_boot --gdb gdb
 	prog=$GUEST_DIR/bin/shstk_gdb
 fi
 comm=$(basename "$prog" | cut -c1-15)

@@ -13,8 +13,12 @@
 # architectures EMU does not emulate are left out, and said so.  Exit
 # status 0 only if every architecture that ran passed.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=lib/core.sh
+. "$(dirname "$0")/lib/core.sh"
+# shellcheck source=lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
+# shellcheck source=lib/vm.sh
+. "$SHSTK_TOP/scripts/lib/vm.sh"
 
 host_check
 emu=
@@ -42,7 +46,7 @@ counts_of() {
 }
 
 # run_one ARCH: the script for ARCH, its stdout copied to $tmp/ARCH.out
-# (for the counts), its reasons for stopping to $tmp/ARCH.why (lib.sh
+# (for the counts), its reasons for stopping to $tmp/ARCH.why (core.sh
 # _shstk_stopped); the summary line goes to $tmp/ARCH.line.
 run_one() {
 	local a=$1 cmd=() arg rc=0 counts why tee_pid out

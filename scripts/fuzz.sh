@@ -16,8 +16,12 @@
 # kmemleak report in the console log.  Results in out/<arch>[-emu]/fuzz/:
 # vmN/ per VM, results.json for the run.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=lib/core.sh
+. "$(dirname "$0")/lib/core.sh"
+# shellcheck source=lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
+# shellcheck source=lib/vm.sh
+. "$SHSTK_TOP/scripts/lib/vm.sh"
 
 host_check
 export SHSTK_KCONFIG_VARIANT=${KCONFIG-debug}
@@ -46,7 +50,7 @@ lock_out "$out"
 # A step's results come from this run or from nowhere, even if a build
 # below fails.
 rm -rf "$out"
-build_kernel_and_guest fuzz
+build_boot fuzz
 msg "fuzzing $ARCH/$EMU (kernel: ${SHSTK_KCONFIG_VARIANT:-default}) with seed 0x$seed: $calls calls, $rounds race rounds, $JOBS VM(s)"
 mkdir -p "$out"
 

@@ -9,8 +9,12 @@
 #
 # Leaves out/<arch>/gdb/: gdb-steps.jsonl, gdb.log, console.log, guest.out.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=lib/core.sh
+. "$(dirname "$0")/lib/core.sh"
+# shellcheck source=lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
+# shellcheck source=lib/vm.sh
+. "$SHSTK_TOP/scripts/lib/vm.sh"
 
 host_check
 arch_vars "${1:-}"
@@ -21,7 +25,7 @@ GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-120}
 lock_out "$OUT"
 mkdir -p "$OUT"
 rm -f "$OUT/gdb-steps.jsonl" "$OUT/gdb.log" "$OUT/gdb-check.json" "$OUT/vm.json"
-build_kernel_and_guest gdb
+build_boot --gdb gdb
 prog=$GUEST_DIR/bin/shstk_gdb
 
 trap stop_vm EXIT
@@ -32,7 +36,7 @@ start_paused_vm "$EMU" "$OUT" "$GUEST_IMAGE" "$((GDB_TIMEOUT + 30))"
 msg "gdb attached to $EMU on 127.0.0.1:$GDB_PORT; step log $OUT/gdb-steps.jsonl"
 export_gdb_env "$prog"
 rc=0
-# gdb as a child to stop on TERM or INT (lib.sh): in the foreground, bash
+# gdb as a child to stop on TERM or INT (scripts/lib/core.sh): in the foreground, bash
 # would run no trap until gdb ended by itself.  The tb script, not the
 # function, so that the child signalled is tb itself (see vm/boot.sh).
 SHSTK_STEPS=$OUT/gdb-steps.jsonl run_child "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$GDB_TIMEOUT" gdb-multiarch -q -batch -nx \

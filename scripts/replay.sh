@@ -22,8 +22,12 @@
 # replay (stops-1/, stops-2/, reverse/, or gdb/ for the interactive one)
 # with gdb's log, its step log and the replayed console.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=lib/core.sh
+. "$(dirname "$0")/lib/core.sh"
+# shellcheck source=lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
+# shellcheck source=lib/vm.sh
+. "$SHSTK_TOP/scripts/lib/vm.sh"
 host_check
 check=
 if [ "${1:-}" = --check ]; then
@@ -51,14 +55,13 @@ lock_out "$OUT"
 RR=$OUT/record
 TIMEOUT=${SHSTK_REPLAY_TIMEOUT:-300}
 GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-180}
-build_kernel_and_guest replay
+# The project's QEMU is built here, before anything is timed.
+build_boot --gdb replay
 prog=$GUEST_DIR/bin/token_race
 rm -rf "$OUT"
 mkdir -p "$RR"
 trap stop_vm EXIT
 exit_on_signals
-# The project's QEMU is built before anything is timed.
-emu_build_now
 
 t0=$EPOCHREALTIME
 rc=0

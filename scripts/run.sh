@@ -12,8 +12,12 @@
 #   XSAVE_SECONDS=N  how long the suite's XSAVE state stress runs on x86
 #                    (guest seconds; each emulator has its own default)
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=lib/core.sh
+. "$(dirname "$0")/lib/core.sh"
+# shellcheck source=lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
+# shellcheck source=lib/vm.sh
+. "$SHSTK_TOP/scripts/lib/vm.sh"
 
 host_check
 mode=${1:?run or smoke}
@@ -45,9 +49,9 @@ lock_out "$out"
 # below must not leave the last run's verdict in place.
 rm -f "$out/results.json" "$out/results.ktap" "$out/results.junit.xml"
 if [ -n "$PROG" ]; then
-	build_kernel_and_guest --prog "$PROG"
+	build_boot --prog "$PROG"
 else
-	build_kernel_and_guest "$mode"
+	build_boot "$mode"
 fi
 
 t0=$EPOCHREALTIME

@@ -24,8 +24,12 @@
 #   scripts/test.sh [ARCH]
 #   scripts/test.sh --steps ARCH EMU   (one emulator's VM steps: the side lane)
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=lib/core.sh
+. "$(dirname "$0")/lib/core.sh"
+# shellcheck source=lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
+# shellcheck source=lib/vm.sh
+. "$SHSTK_TOP/scripts/lib/vm.sh"
 host_check
 
 LOG=$SHSTK_OUT/test$SHSTK_SERIES_SUFFIX
@@ -70,15 +74,15 @@ run_step() {
 # kernel built).  Its suite's results.json is named in
 # out/test/shstk-runs.ARCH when the guest has shadow stacks there.
 emu_steps() {
-	local a=$1 tag
+	local a=$1 tag build
 	arch_vars "$a"
 	emu_vars "$2"
 	tag=$(basename "$EMU_OUT")
 	# The project's own emulator build (QEMU with CET and Zicfiss fixes,
 	# Bochs's two builds: for gdb and for runs), also a step of its own.
-	emu_build_cmd
-	if [ "${#EMU_BUILD_CMD[@]}" -gt 0 ]; then
-		run_step "emulator-$tag" build "${EMU_BUILD_CMD[@]}"
+	emulator_build_command build all
+	if [ "${#build[@]}" -gt 0 ]; then
+		run_step "emulator-$tag" build "${build[@]}"
 		# Its VM steps would each try the failed build again.
 		[ "$LAST_RC" -eq 0 ] || return 0
 	fi
@@ -129,7 +133,7 @@ done
 # rewritten below (its own side lane, started later, takes no lock).
 lock_out "$LOG"
 mkdir -p "$LOG"
-# The builds found current once (lib.sh, build_checked): the later steps'
+# The builds found current once (scripts/lib/build.sh, build_checked): the later steps'
 # runs, the side lane's too, take them as they are.
 export SHSTK_CHECKED_BUILDS=$LOG/checked-builds
 : >"$SHSTK_CHECKED_BUILDS"

@@ -11,8 +11,12 @@
 # (default: every script in trace/).  Leaves out/<arch>[-bochs]/trace/
 # (console.log, guest.out) and out/<arch>[-bochs]/trace-SCRIPT.log each.
 set -euo pipefail
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=lib/core.sh
+. "$(dirname "$0")/lib/core.sh"
+# shellcheck source=lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
+# shellcheck source=lib/vm.sh
+. "$SHSTK_TOP/scripts/lib/vm.sh"
 
 host_check
 arch_vars "${1:-}"
@@ -44,9 +48,9 @@ for s in "${scripts[@]}"; do
 done
 
 if [ -n "$PROG" ]; then
-	build_kernel_and_guest --prog "$PROG"
+	build_boot --prog "$PROG"
 else
-	build_kernel_and_guest trace
+	build_boot trace
 fi
 rootfs=$("$SHSTK_TOP/scripts/build/rootfs.sh" "$ARCH" --disk)
 # The scripts trace the first program the guest runs (guest.sh writes its

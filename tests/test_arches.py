@@ -18,7 +18,7 @@ def documented_keys():
 
 
 def shell(script):
-    r = subprocess.run(["bash", "-c", ". scripts/lib.sh; " + script], cwd=TOP,
+    r = subprocess.run(["bash", "-c", ". scripts/lib/core.sh; " + script], cwd=TOP,
                        capture_output=True, text=True)
     return r.returncode, r.stdout, r.stderr
 
@@ -62,7 +62,7 @@ class ArchTableTest(unittest.TestCase):
             arches.get("sparc")
 
     def test_shell_reads_the_same_facts(self):
-        # One shell asks every question (a shell per question took 5 s),
+        # One shell asks every question (a shell per question is slow),
         # each answer on its own line after a marker line.
         pairs = [(name, key) for name in arches.names(all=True) for key in documented_keys()]
         script = "; ".join(f"echo '@@ {name} {key}'; arch_fact {name} {key}" for name, key in pairs)

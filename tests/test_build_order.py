@@ -19,7 +19,7 @@ from tests.test_harness import TOP
 
 STUB_KERNEL = r"""#!/usr/bin/env bash
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/core.sh"
 arch_vars "$1"
 echo "kernel ${SHSTK_KCONFIG_VARIANT:-default}${SHSTK_BASELINE:+ baseline} ${2:-}" >>"$SHSTK_CACHE/calls"
 [ -z "${STUB_KERNEL_FAILS:-}" ] || die "stub: the kernel build failed"
@@ -28,7 +28,7 @@ mkdir -p "$KBUILD_DIR/usr/include/linux"
 
 STUB_GUEST = r"""#!/usr/bin/env bash
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/core.sh"
 arch_vars "$1"
 echo "guest $2" >>"$SHSTK_CACHE/calls"
 [ -d "$KBUILD_DIR/usr/include/linux" ] || die "no kernel headers in $KBUILD_DIR/usr/include"
@@ -45,7 +45,7 @@ class BuildOrderTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
         self.top = os.path.join(self.tmp, "top")
-        for d in ("scripts", "checks", "config"):
+        for d in ("scripts", "checks", "config", "spec"):
             shutil.copytree(os.path.join(TOP, d), os.path.join(self.top, d))
         for name, text in (("build/kernel.sh", STUB_KERNEL), ("build/guest.sh", STUB_GUEST),
                            ("vm/boot.sh", STUB_VM)):

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """gdb/check_clone3.py with gdb mocked: nothing happens at import, one
-handler per stop, the expectations from checks/scenario.py."""
+handler per stop, the expectations from spec/scenario.py."""
 import importlib.util
 import io
 import json
@@ -237,8 +237,8 @@ class HandlerTest(unittest.TestCase):
                     run.since_entry.clear()
                 run.since_entry.add(here)
             return repeat
-        # The parent's return seen again after the child's stop (riscv, CI
-        # of 76d2d4f); the entry twice in a row (QEMU 10.2 and 11.1).
+        # The parent's return seen again after the child's stop (riscv); the
+        # entry twice in a row (QEMU 10.2 and 11.1).
         self.assertEqual([counted(h) for h in (entry, entry, parent, child, parent)],
                          [False, True, False, False, True])
         # The next call: the same entry and the same return are new stops.

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
-"""checks.console: the signs of a broken kernel in a console log."""
+"""spec.console: the signs of a broken kernel in a console log."""
 import contextlib
 import io
 import tempfile
 import unittest
 
-from checks import console
+from spec import console
 
 CLEAN = """[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x000f0510]
 [    1.234567] Run /init as init process
@@ -37,15 +37,15 @@ class ScanTest(unittest.TestCase):
 
 
     def test_both_forms_of_an_rcu_stall(self):
-        # The riscv debug-kernel fuzz's console had the second form, which
-        # the scan once missed.
+        # A riscv debug-kernel fuzz's console has the second form, which
+        # the scan must catch as well as the first.
         for line in ("[ 90.1] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
                      "[ 1362.248207] rcu: INFO: rcu_sched self-detected stall on CPU"):
             self.assertEqual(console.scan(CLEAN + line + "\n")[0][0], "RCU stall", line)
 
 
 class MainTest(unittest.TestCase):
-    """python3 -m checks.console LOG: a snapshot's boot is checked so."""
+    """python3 -m spec.console LOG: a snapshot's boot is checked so."""
 
     def run_main(self, text):
         with tempfile.NamedTemporaryFile("w", suffix=".log") as f:

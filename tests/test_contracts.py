@@ -45,7 +45,7 @@ class KernelSourceStampsTest(unittest.TestCase):
         # The pristine tree, as fetch_and_unpack leaves it.
         os.makedirs(os.path.join(self.src, "kernel"))
         self.write("kernel/fork.c", "int copy_process;\n")
-        subprocess.run(["bash", "-c", '. scripts/lib.sh; git_commit_pristine "$1" pristine',
+        subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/build.sh; git_commit_pristine "$1" pristine',
                         "-", self.src], cwd=self.top, check=True, capture_output=True)
         self.write(".shstk-kernel-version", "linux-source-test 1.0\n")
         self.patches = os.path.join(self.top, "patches")
@@ -84,7 +84,7 @@ class KernelSourceStampsTest(unittest.TestCase):
                               env=e, capture_output=True, text=True, timeout=120)
 
     def series_hash(self):
-        return subprocess.run(["bash", "-c", '. scripts/lib.sh; series_hash "$1"', "-", self.patches],
+        return subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/build.sh; series_hash "$1"', "-", self.patches],
                               cwd=self.top, check=True, capture_output=True, text=True).stdout.strip()
 
     def assert_stamps(self, r, edits_diff=b"", tree=None, series=None):
@@ -152,7 +152,7 @@ class GuestStampTest(unittest.TestCase):
 
 
 class StopReportTest(unittest.TestCase):
-    """lib.sh's ERR trap: a script under set -e never stops without a word."""
+    """core.sh's ERR trap: a script under set -e never stops without a word."""
 
     def run_script(self, body, status_file=None):
         with tempfile.TemporaryDirectory() as d:
@@ -161,7 +161,7 @@ class StopReportTest(unittest.TestCase):
                 f.write(textwrap.dedent("""\
                     #!/usr/bin/env bash
                     set -euo pipefail
-                    . "$SHSTK_TOP/scripts/lib.sh"
+                    . "$SHSTK_TOP/scripts/lib/core.sh"
                     quiet_failure() { cat /nonexistent 2>/dev/null; }
                     in_a_function() { local v; v=$(quiet_failure); echo "$v"; }
                     """) + body)
@@ -217,7 +217,7 @@ class EachArchTest(unittest.TestCase):
     SCRIPT = textwrap.dedent("""\
         #!/usr/bin/env bash
         set -euo pipefail
-        . "$SHSTK_TOP/scripts/lib.sh"
+        . "$SHSTK_TOP/scripts/lib/core.sh"
         case "$1" in
         x86_64) echo "x86_64/qemu: 5 passed, 0 failed, 1 skipped" ;;
         arm64) x=$(cat /nonexistent 2>/dev/null) ;;
@@ -269,10 +269,10 @@ class EachArchTest(unittest.TestCase):
 
 
 class HostCheckTest(unittest.TestCase):
-    """lib.sh's host_check, which every entry point runs first."""
+    """core.sh's host_check, which every entry point runs first."""
 
     def host_check(self, prefix=(), path=None):
-        script = "set -euo pipefail; . scripts/lib.sh; " + \
+        script = "set -euo pipefail; . scripts/lib/core.sh; " + \
             (f"PATH={path}; " if path is not None else "") + "host_check; echo checked"
         env = {k: v for k, v in os.environ.items() if k != "SHSTK_HOST_CHECKED"}
         return subprocess.run([*prefix, "bash", "-c", script], cwd=TOP, env=env,

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""scripts/build/cpiodiff.py: the payload of a Bochs run restored from a
+"""scripts/vm/cpiodiff.py: the payload of a Bochs run restored from a
 snapshot has what the run's image has and the snapshot's has not."""
 import gzip
 import io
@@ -11,6 +11,7 @@ import unittest
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts", "build"))
+sys.path.insert(0, os.path.join(TOP, "scripts", "vm"))
 
 import cpiodiff      # noqa: E402
 import mkinitramfs   # noqa: E402
@@ -71,11 +72,11 @@ class CpioDiff(unittest.TestCase):
             f.write(self.base)
         with gzip.open(image, "wb") as f:
             f.write(archive(self.d, ["file /tests/prog2 @prog2 0755 0 0"]))
-        subprocess.run([sys.executable, os.path.join(TOP, "scripts", "build", "cpiodiff.py"),
+        subprocess.run([sys.executable, os.path.join(TOP, "scripts", "vm", "cpiodiff.py"),
                         base, image, out], check=True)
         with open(out, "rb") as f:
             self.assertEqual(names(f.read()), ["tests/prog2"])
-        r = subprocess.run([sys.executable, os.path.join(TOP, "scripts", "build", "cpiodiff.py"),
+        r = subprocess.run([sys.executable, os.path.join(TOP, "scripts", "vm", "cpiodiff.py"),
                             out, image, out], capture_output=True, text=True)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("cpiodiff:", r.stderr)

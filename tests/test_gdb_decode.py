@@ -11,7 +11,8 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gdb"))
 
 from shstk import decode  # noqa: E402
-from checks import gdbsteps, scenario  # noqa: E402
+from checks import gdbsteps  # noqa: E402
+from spec import scenario  # noqa: E402
 
 
 class TokenTest(unittest.TestCase):
@@ -133,7 +134,7 @@ class GdbStepsTest(unittest.TestCase):
         self.assertTrue(any("without a reason" in p for p in self.judge(steps)[1]))
 
     def test_refusal_return_does_not_stand_in_for_the_refusal(self):
-        # "6 refusal: clone3 returns" once satisfied the "6 refusal" prefix.
+        # "6 refusal: clone3 returns" must not satisfy the "6 refusal" prefix.
         steps = [s for s in step_log(True)
                  if not (s["step"] == scenario.STEP_REFUSAL and s["case"] == "no_token")]
         self.assertIn("missing step '6 refusal' for case no_token", self.judge(steps)[1])

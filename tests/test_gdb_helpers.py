@@ -82,8 +82,8 @@ class SspTest(unittest.TestCase):
 
     def test_current_task_is_the_task_not_the_per_cpu_pointer(self):
         # The kernel's get_current_task() returns the per-CPU current_task,
-        # a pointer whose .address is the per-CPU slot: shstk-ssp once took
-        # the struct fpu from beside that slot (fpstate NULL, 0x248).
+        # a pointer whose .address is the per-CPU slot: shstk-ssp must not
+        # take the struct fpu from beside that slot (fpstate NULL, 0x248).
         task = x86_task()
         self.state.current_task = gdbmock.pointer(task, address=PERCPU_CURRENT)
         out = self.run_command("shstk-ssp")

@@ -15,7 +15,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def cache_dir(env):
-    """Where the cache is for this environment: as scripts/lib.sh decides."""
+    """Where the cache is for this environment: as scripts/lib/core.sh decides."""
     xdg = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return env.get("SHSTK_CACHE") or os.path.join(xdg, "shstk-lab")
 
@@ -43,6 +43,9 @@ def kernel_built(arch):
     return os.path.exists(os.path.join(CACHE, IMAGES[arch]))
 
 
+LIBS = ". scripts/lib/core.sh; . scripts/lib/build.sh; . scripts/lib/vm.sh"
+
+
 class CacheDirTest(unittest.TestCase):
     def test_same_cache_as_the_scripts(self):
         # The tests look for the kernels where the scripts put them.
@@ -50,13 +53,13 @@ class CacheDirTest(unittest.TestCase):
                       {"XDG_CACHE_HOME": "/nowhere/xdg", "SHSTK_CACHE": "/nowhere/shstk"}):
             env = {k: v for k, v in os.environ.items() if k not in ("SHSTK_CACHE", "XDG_CACHE_HOME")}
             env.update(extra)
-            r = subprocess.run(["bash", "-c", ". scripts/lib.sh; echo $SHSTK_CACHE"], cwd=TOP,
+            r = subprocess.run(["bash", "-c", ". scripts/lib/core.sh; echo $SHSTK_CACHE"], cwd=TOP,
                                env=env, capture_output=True, text=True, timeout=30)
             self.assertEqual(r.stdout.strip(), cache_dir(env), extra)
 
 
 class CheckedBuildsTest(unittest.TestCase):
-    """lib.sh's build_checked: only make test's list, only what is there."""
+    """build.sh's build_checked: only make test's list, only what is there."""
 
     def ask(self, script, listed):
         with tempfile.TemporaryDirectory() as d:
@@ -66,7 +69,7 @@ class CheckedBuildsTest(unittest.TestCase):
             if listed:
                 env["SHSTK_CHECKED_BUILDS"] = os.path.join(d, "checked")
                 open(env["SHSTK_CHECKED_BUILDS"], "w").close()
-            r = subprocess.run(["bash", "-c", ". scripts/lib.sh; " + script, "-", built,
+            r = subprocess.run(["bash", "-c", ". scripts/lib/core.sh; . scripts/lib/build.sh; " + script, "-", built,
                                 os.path.join(d, "gone")],
                                cwd=TOP, env=env, capture_output=True, text=True, timeout=30)
             return r.returncode
@@ -84,12 +87,12 @@ class CheckedBuildsTest(unittest.TestCase):
 
 
 class SnapshotWordsTest(unittest.TestCase):
-    """lib.sh snapshot_words: which words of a run's command line are its
+    """vm.sh snapshot_words: which words of a run's command line are its
     snapshot's (the kernel's, and what init acts on before the snapshot
     point) and which the payload brings."""
 
     def split(self, cmdline):
-        r = subprocess.run(["bash", "-c", '. scripts/lib.sh; snapshot_words "$1"; '
+        r = subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/vm.sh; snapshot_words "$1"; '
                             'printf "%s\\n" "$SNAPSHOT_KWORDS" "$SNAPSHOT_IWORDS"', "-", cmdline],
                            cwd=TOP, capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -105,10 +108,10 @@ class SnapshotWordsTest(unittest.TestCase):
 
 
 class FileSha256Test(unittest.TestCase):
-    """lib.sh file_sha256: sha256sum's answer, kept until the file changes."""
+    """vm.sh file_sha256: sha256sum's answer, kept until the file changes."""
 
     def sha(self, path):
-        r = subprocess.run(["bash", "-c", '. scripts/lib.sh; file_sha256 "$1"', "-", path],
+        r = subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/vm.sh; file_sha256 "$1"', "-", path],
                            cwd=TOP, capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr, "")
@@ -136,12 +139,14 @@ class FileSha256Test(unittest.TestCase):
 
 
 class SnapshotBaseTest(unittest.TestCase):
-    """lib.sh snapshot_base: the base guest.sh made with the image, while it is
-    still the one there; otherwise guest.sh is asked (here a stand-in)."""
+    """build.sh guest_snapshot_base: the base guest.sh made with the image,
+    while it is still the one there; otherwise guest.sh is asked (here a
+    stand-in)."""
 
     def base(self, initrd, top):
         # SHSTK_TOP names a stand-in tree whose build/guest.sh says it ran.
-        r = subprocess.run(["bash", "-c", '. scripts/lib.sh; SHSTK_TOP=$2; ARCH=x86_64; snapshot_base "$1"',
+        r = subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/build.sh; '
+                            'SHSTK_TOP=$2; ARCH=x86_64; guest_snapshot_base "$1"',
                             "-", initrd, top], cwd=TOP, capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout.strip()
@@ -169,19 +174,33 @@ class SnapshotBaseTest(unittest.TestCase):
             os.unlink(initrd + ".snapshot-base")
             self.assertEqual(self.base(initrd, top), "guest.sh x86_64 --snapshot-base")
 
+    def test_the_vm_layer_is_given_the_base(self):
+        # The VM layer builds nothing: without a base from its caller a
+        # snapshot boot stops, saying who makes it.
+        script = ". scripts/lib/core.sh; . scripts/lib/vm.sh; snapshot_base b; echo \"$b\""
+        r = subprocess.run(["bash", "-c", script], cwd=TOP, capture_output=True, text=True,
+                           timeout=30, env={k: v for k, v in os.environ.items()
+                                            if k != "SHSTK_SNAPSHOT_BASE"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("build_boot", r.stderr)
+        with tempfile.NamedTemporaryFile() as f:
+            r = subprocess.run(["bash", "-c", script], cwd=TOP, capture_output=True, text=True,
+                               timeout=30, env=dict(os.environ, SHSTK_SNAPSHOT_BASE=f.name))
+            self.assertEqual((r.returncode, r.stdout.strip()), (0, f.name), r.stderr)
+
 
 class BackendTest(unittest.TestCase):
     """What scripts/vm/emulators/*.sh declare, as make test sees them."""
 
     def emu(self, script, env=None, arch="x86_64"):
-        r = subprocess.run(["bash", "-c", f". scripts/lib.sh; arch_vars {arch}; " + script], cwd=TOP,
+        r = subprocess.run(["bash", "-c", f"{LIBS}; arch_vars {arch}; " + script], cwd=TOP,
                            env={**os.environ, **(env or {})}, capture_output=True, text=True,
                            timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout.split()
 
     def test_only_the_patched_qemu_is_built(self):
-        show = 'EMU_BUILD_CMD=(); emu_build_command; echo "${#EMU_BUILD_CMD[@]}" "${EMU_BUILD_CMD[@]:1}"'
+        show = 'emulator_build_command c; echo "${#c[@]}" "${c[@]:1}"'
         self.assertEqual(self.emu("emu_vars qemu; " + show), ["2", "x86_64"])
         self.assertEqual(self.emu("emu_vars qemu; " + show, {"SHSTK_QEMU": "stock"}), ["0"])
         # One build per arch that has one (config/arches.ini qemu_from_source),
@@ -213,18 +232,17 @@ class BackendTest(unittest.TestCase):
         # make test sources one backend after the other in one shell: after
         # Bochs's (the project's Bochs to build), a stock QEMU has nothing
         # to build, and an arch Bochs does not emulate has no Bochs left.
-        show = 'EMU_BUILD_CMD=(); emu_build_command; echo "${#EMU_BUILD_CMD[@]}"'
+        show = 'emulator_build_command c; echo "${#c[@]}"'
         self.assertEqual(self.emu("emu_vars bochs; " + show), ["2"])
-        # Both of Bochs's builds for make test's step, the gdbstub one for gdb.
-        args = 'emu_build_cmd {}; echo "${{EMU_BUILD_CMD[*]#$SHSTK_TOP/}}"'
-        self.assertEqual(self.emu("emu_vars bochs; " + args.format("")),
-                         ["scripts/build/bochs.sh", "all"])
-        self.assertEqual(self.emu("emu_vars bochs; " + args.format("gdb")),
-                         ["scripts/build/bochs.sh", "gdbstub"])
+        # Both of Bochs's builds for make test's step, the gdbstub one for
+        # gdb, the faster one for a run.
+        args = 'emulator_build_command c {}; echo "${{c[*]#$SHSTK_TOP/}}"'
+        for purpose, config in (("", "all"), ("all", "all"), ("gdb", "gdbstub"), ("run", "run")):
+            self.assertEqual(self.emu("emu_vars bochs; " + args.format(purpose)),
+                             ["scripts/build/bochs.sh", config])
         self.assertEqual(self.emu("emu_vars bochs; emu_vars qemu; " + show,
                                   {"SHSTK_QEMU": "stock"}), ["0"])
-        out = self.emu("emu_vars bochs; arch_vars arm64; emu_vars qemu; "
-                       "declare -F emu_build_command >/dev/null && " + show)
+        out = self.emu("emu_vars bochs; arch_vars arm64; emu_vars qemu; " + show)
         self.assertEqual(out, ["0"])
 
     def test_a_kasan_kernel_boots_its_boot_image(self):
@@ -241,7 +259,7 @@ class BackendTest(unittest.TestCase):
                 with self.subTest(config=config):
                     with open(os.path.join(d, ".config"), "w") as f:
                         f.write(config)
-                    r = subprocess.run(["bash", "-c", ". scripts/lib.sh; arch_vars x86_64; "
+                    r = subprocess.run(["bash", "-c", LIBS + "; arch_vars x86_64; "
                                         "emu_vars qemu; " + show, "-", d], cwd=TOP,
                                        capture_output=True, text=True, timeout=30)
                     self.assertEqual(r.returncode, 0, r.stderr)
@@ -344,7 +362,7 @@ class BadInputTest(unittest.TestCase):
     def test_download_failure_is_named(self):
         # A fresh cache and a mirror nobody answers on: the kernel source
         # download fails at once, and says which.
-        # apt's own retries (7 s of backoff) add nothing to what is checked.
+        # apt's own retries only add their backoff to what is checked.
         with tempfile.TemporaryDirectory() as cache:
             conf = os.path.join(cache, "apt.conf")
             with open(conf, "w") as f:

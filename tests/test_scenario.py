@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""checks/scenario.py: the one description of the gdb scenario."""
+"""spec/scenario.py: the one description of the gdb scenario."""
 import os
 import re
 import shutil
@@ -10,7 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gdb"))
 
-from checks import scenario  # noqa: E402
+from spec import scenario  # noqa: E402
 from shstk import decode  # noqa: E402
 
 QEMU_X86 = ("console=ttyS0 panic=-1 oops=panic loglevel=5 shstk.out=/dev/hvc0 "
@@ -106,7 +106,7 @@ class OneDescriptionTest(unittest.TestCase):
     @unittest.skipUnless(shutil.which("gcc"), "no host gcc to compile the header with")
     def test_header_compiles(self):
         with tempfile.TemporaryDirectory() as d:
-            r = subprocess.run([sys.executable, "-m", "checks.scenario", "--c-header"], cwd=TOP,
+            r = subprocess.run([sys.executable, "-m", "spec.scenario", "--c-header"], cwd=TOP,
                                capture_output=True, text=True, check=True)
             with open(os.path.join(d, "shstk_scenario.h"), "w") as f:
                 f.write(r.stdout)

@@ -106,7 +106,7 @@ class TraceTest(unittest.TestCase):
     def test_refused_at_the_wrong_stage_fails(self):
         # "normal" must be refused by the VMA check (EFAULT); a trace where
         # the token check refused it, with the guest seeing the same -22,
-        # used to pass.
+        # must fail.
         lines = [line.replace(f"{T:#x}", "0x4a4ff8") for line in GOOD[7:11]]
         rows, problems = trace.check_token_calls(trace.parse_trace(lines),
                                                  [(0x4a4ff8, -22, "normal")])

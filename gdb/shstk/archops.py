@@ -225,7 +225,7 @@ class X86_64Ops(ArchOps):
     def task_on_cpu(self, cpu):
         # The kernel's helper returns the per-CPU current_task itself, a
         # pointer; its .address is that per-CPU slot, not the task (the fpu
-        # after "the task" was read from the per-CPU area: a NULL fpstate).
+        # beside that slot is not a task's: its fpstate is NULL).
         return as_struct(cpus.get_current_task(cpu))
 
     def ssp(self, task, cpu):

@@ -49,8 +49,9 @@ def read_u64(mm, addr):
 def read_bytes(mm, addr, size):
     """@size bytes at @addr in @mm, or None if any page of them is unmapped.
     Each page is translated on its own: pages next to each other in user
-    space rarely are in physical memory (a struct on the stack that crossed
-    a page boundary was once read half from the wrong page)."""
+    space rarely are in physical memory, so a struct on the stack that
+    crosses a page boundary would otherwise be read half from the wrong
+    page."""
     out = b""
     for piece, n in decode.page_pieces(addr, size, 1 << PAGE_SHIFT):
         pa = translate(mm, piece)

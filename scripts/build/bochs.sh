@@ -8,19 +8,19 @@
 #
 #   run      no debugger and no gdbstub, so Bochs can chain its instruction
 #            handlers (configure refuses that speedup with either): every
-#            run but a gdb session, about 20% faster (make run: the VM's
-#            10.6-11.0 s against 13.0-13.4 s);
+#            run but a gdb session, because chaining makes it faster
+#            (docs/boot.md);
 #   gdbstub  the gdbstub (Bochs builds either its internal debugger, which
 #            Debian's package has, or this): make debug and make gdb-check.
 #
 # Both have the CPU features the runs' CPU model needs (CET among them) and
 # no display but nogui.
-# The patches: the stub read whatever a linear address named, and crashed
-# on a kernel address while the CPU was still in real mode; and it stopped
-# for gdb at every guest exception (each page fault), which made a stepped
-# boot crawl; "-save DIR" saves the state and quits when the guest executes
-# "xchg %bx,%bx", and "-r DIR" restores it in under a second, not 3.5 s (the
-# post-boot snapshot of scripts/vm/emulators/bochs.sh).
+# The patches: the stock stub reads whatever a linear address names, and
+# crashes on a kernel address while the CPU is still in real mode; and it
+# stops for gdb at every guest exception (each page fault), which makes a
+# stepped boot crawl; "-save DIR" saves the state and quits when the guest executes
+# "xchg %bx,%bx", and "-r DIR" restores it reading the saved RAM in place,
+# not copied first (the post-boot snapshot of scripts/vm/emulators/bochs.sh).
 # Built once into the cache, in the toolbox; again when this script or the
 # series changes.
 #
@@ -29,8 +29,10 @@
 #                                      (for vm.json)
 #   scripts/build/bochs.sh all      -> builds both, prints nothing
 set -euo pipefail
-# shellcheck source=../lib.sh
-. "$(dirname "$0")/../lib.sh"
+# shellcheck source=../lib/core.sh
+. "$(dirname "$0")/../lib/core.sh"
+# shellcheck source=../lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
 
 case "${1:-}" in
 run | gdbstub) CONFIG=$1 ;;
@@ -114,9 +116,9 @@ build() {
 	# AVX10.2 code does not compile without it.
 	# No "ips =" line in the log every second: Bochs
 	# writes it from its SIGALRM handler through stdio, and a signal that
-	# came while the CPU loop was logging (the kernel's unknown RDMSRs,
-	# thousands a minute) deadlocked both VMs of a make fuzz at once, each
-	# in a futex wait under bx_show_ips_handler().
+	# comes while the CPU loop is logging (the kernel's unknown RDMSRs,
+	# thousands a minute) deadlocks Bochs in a futex wait under
+	# bx_show_ips_handler() (docs/boot.md).
 	flags=(--prefix="$OUT/install" --with-nogui
 		--enable-x86-64 --enable-cpu-level=6 --enable-cet
 		--enable-avx --enable-evex --enable-protection-keys --enable-x86-debugger

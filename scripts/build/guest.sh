@@ -11,8 +11,8 @@
 #   scripts/build/guest.sh ARCH --snapshot-base  no program: init, busybox
 #                                              and guest/snapshot_point.c,
 #                                              the image a post-boot
-#                                              snapshot boots (lib.sh
-#                                              snapshot_base)
+#                                              snapshot boots (build.sh
+#                                              guest_snapshot_base)
 #
 # Prints the path of the image it built, SUITE.cpio.gz; beside it, SUITE.tests
 # is the list of what its init runs ("name path timeout", in order).  Every
@@ -20,8 +20,10 @@
 # goes beside the image in SUITE.cpio.gz.snapshot-base: a restored run then
 # knows the base that goes with its image without running this script again.
 set -euo pipefail
-# shellcheck source=../lib.sh
-. "$(dirname "$0")/../lib.sh"
+# shellcheck source=../lib/core.sh
+. "$(dirname "$0")/../lib/core.sh"
+# shellcheck source=../lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
 
 arch_vars "${1:-}"
 shift || true
@@ -70,13 +72,13 @@ mkdir -p "$GUEST/bin" "$GUEST/ksft" "$GUEST/include"
 exec {build_lock}>"$GUEST/.build.lock"
 flock "$build_lock"
 # The gdb scenario's cases, for guest/shstk_gdb.c, from their one
-# description (checks/scenario.py, which imports nothing of the project's):
+# description (spec/scenario.py, which imports nothing of the project's):
 # made again when that file's content changed, rewritten only when the
 # cases did.
 scenario_h=$GUEST/include/shstk_scenario.h
-scenario_key=$(sha256sum <"$SHSTK_TOP/checks/scenario.py")
+scenario_key=$(sha256sum <"$SHSTK_TOP/spec/scenario.py")
 if [ ! -f "$scenario_h" ] || [ "$(cat "$scenario_h.key" 2>/dev/null)" != "$scenario_key" ]; then
-	PYTHONPATH=$SHSTK_TOP py -m checks.scenario --c-header >"$scenario_h.$$"
+	PYTHONPATH=$SHSTK_TOP py -m spec.scenario --c-header >"$scenario_h.$$"
 	if cmp -s "$scenario_h.$$" "$scenario_h"; then
 		rm -f "$scenario_h.$$"
 	else
@@ -94,8 +96,8 @@ suite() {
 
 # A program is compiled again only when what it is made of changed (its
 # source, the guest's headers, the kernel headers, which change with the
-# kernel build's inputs, the toolbox's compiler, the flags): a static link
-# costs 0.7 s, and every VM step builds its guest.
+# kernel build's inputs, the toolbox's compiler, the flags), because every
+# VM step builds its guest and a static link is not cheap.
 build_ours() {
 	local name=$1 file=$2 out=$GUEST/bin/$1 key flags
 	# The binary must not depend on where the repository is (a CI clone's
@@ -130,8 +132,8 @@ build_kselftests() {
 	local stamp=$GUEST/ksft/.shstk-tree built=$GUEST/ksft/.shstk-built
 	tree="$tree_series $CC"
 	# Nothing to make when every program is there, built from this tree
-	# (the series, the compiler), its local edits and these headers: a
-	# make of the selftests costs 0.3 s each, at every run.
+	# (the series, the compiler), its local edits and these headers, so
+	# that a run does not pay for a make of the selftests.
 	made="$tree $tree_edits $headers"
 	for t in "${names[@]}"; do
 		[ -x "$GUEST/ksft/$t" ] || missing=1
@@ -139,7 +141,8 @@ build_kselftests() {
 	[ -n "$missing" ] || [ "$(cat "$built" 2>/dev/null)" != "$made" ] || return 0
 	exec 9>"$SHSTK_CACHE/src/selftests.lock"
 	flock 9
-	# Installed again only for another arch or another kernel build (1.5 s).
+	# Installed again only for another arch or another kernel build: an
+	# install is slower than the check.
 	local installed=$SRC/usr/.shstk-headers want
 	want="$ARCH $headers"
 	if [ "$(cat "$installed" 2>/dev/null)" != "$want" ]; then

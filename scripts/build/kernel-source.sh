@@ -12,8 +12,10 @@
 # to the result with "git checkout", which rewrites only the files whose
 # content changed: editing one patch rebuilds only what that patch touches.
 set -euo pipefail
-# shellcheck source=../lib.sh
-. "$(dirname "$0")/../lib.sh"
+# shellcheck source=../lib/core.sh
+. "$(dirname "$0")/../lib/core.sh"
+# shellcheck source=../lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
 
 REPO=$SHSTK_KERNEL_REPO
 SRC=$SHSTK_PATCHED_SRC

@@ -13,8 +13,10 @@
 # Produces, in $SHSTK_CACHE/build/<arch>[-variant]/: the boot image, vmlinux,
 # vmlinux-gdb.py and shstk-build.txt (what was built from what).
 set -euo pipefail
-# shellcheck source=../lib.sh
-. "$(dirname "$0")/../lib.sh"
+# shellcheck source=../lib/core.sh
+. "$(dirname "$0")/../lib/core.sh"
+# shellcheck source=../lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
 
 host_check
 arch_vars "${1:-}"

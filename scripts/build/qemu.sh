@@ -25,8 +25,10 @@
 # emulator backend passes the toolbox's Debian firmware with -L.  Writes
 # $SHSTK_CACHE/qemu/build/shstk-BINARY.txt: version, series and head.
 set -euo pipefail
-# shellcheck source=../lib.sh
-. "$(dirname "$0")/../lib.sh"
+# shellcheck source=../lib/core.sh
+. "$(dirname "$0")/../lib/core.sh"
+# shellcheck source=../lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
 
 # Rebase here when the mirror serves a newer source (11.x is listed but 404s).
 QEMU_VERSION=${SHSTK_QEMU_VERSION:-1:10.2.2+ds-1}

@@ -10,8 +10,10 @@
 #   scripts/build/rootfs.sh ARCH          -> $SHSTK_CACHE/rootfs/<arch>
 #   scripts/build/rootfs.sh ARCH --disk   -> $SHSTK_CACHE/rootfs/<arch>.erofs
 set -euo pipefail
-# shellcheck source=../lib.sh
-. "$(dirname "$0")/../lib.sh"
+# shellcheck source=../lib/core.sh
+. "$(dirname "$0")/../lib/core.sh"
+# shellcheck source=../lib/build.sh
+. "$SHSTK_TOP/scripts/lib/build.sh"
 
 arch_vars "${1:-}"
 case "${2:-}" in
@@ -37,8 +39,7 @@ fi
 # One build at a time, and a build that waited finds the other's result:
 # on a fresh cache make test's two x86 lanes (QEMU's and Bochs's trace
 # steps) ask for it at the same moment, and two debootstraps in one
-# $ROOTFS.new removed each other's files (the first cold CI run of all the
-# steps failed so, 2026-12-06).
+# $ROOTFS.new remove each other's files.
 mkdir -p "${ROOTFS%/*}"
 lock_or_wait "$ROOTFS.build-lock" "another build of the $ARCH root filesystem"
 if built; then

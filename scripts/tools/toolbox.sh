@@ -10,8 +10,8 @@
 # scripts want gdb >= 16 with Python, and gcc 14 places one breakpoint
 # location per function where gcc 12 gives two.
 set -euo pipefail
-# shellcheck source=../lib.sh
-. "$(dirname "$0")/../lib.sh"
+# shellcheck source=../lib/core.sh
+. "$(dirname "$0")/../lib/core.sh"
 
 TB=$SHSTK_CACHE/toolbox
 ROOT=$TB/root

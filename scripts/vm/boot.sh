@@ -9,9 +9,13 @@
 # channel) and OUTDIR/vm.json (how the emulator ended and how long it took).
 # Exit status: the emulator's, or 124 on timeout.  Nothing is judged here:
 # checks/ reads these files.  With GDB_PORT set the emulator waits for gdb.
+# Nothing is built here either: the emulator's binary and the snapshot
+# base come from the caller (scripts/lib/build.sh build_boot).
 set -euo pipefail
-# shellcheck source=../lib.sh
-. "$(dirname "$0")/../lib.sh"
+# shellcheck source=../lib/core.sh
+. "$(dirname "$0")/../lib/core.sh"
+# shellcheck source=../lib/vm.sh
+. "$SHSTK_TOP/scripts/lib/vm.sh"
 
 arch_vars "${1:-}"
 emu_vars "${2:-}"
@@ -49,7 +53,7 @@ cleanup() {
 	# No wait here, for it or the emulator: in a trap, bash may already
 	# have collected a child without noticing, and a wait for it blocks
 	# until another child ends: the emulator, at the end of the guest's
-	# whole run (lib.sh, _shstk_pid_alive).
+	# whole run (scripts/lib/core.sh, _shstk_pid_alive).
 	if [ -n "$follower" ]; then
 		{
 			pkill -P "$follower" || true
@@ -69,7 +73,7 @@ cleanup() {
 trap cleanup EXIT
 # INT reaches this script only when a user runs it in the foreground: as a
 # background child of another script it starts with SIGINT ignored, and its
-# parent passes a Ctrl-C on as TERM (lib.sh, start_child).
+# parent passes a Ctrl-C on as TERM (scripts/lib/core.sh, start_child).
 exit_on_signals
 
 # An emulator may need its boot medium made first (Bochs: an ISO).  Not
@@ -111,7 +115,7 @@ follower=$!
 t0=$EPOCHREALTIME
 rc=0
 # timeout sends TERM, then KILL 5 s later; its own status is 124 on expiry.
-# The tb script itself, not lib.sh's tb function: "FUNCTION &" forks a
+# The tb script itself, not core.sh's tb function: "FUNCTION &" forks a
 # subshell that runs tb as its child, so $! (what cleanup signals) would be
 # the subshell, and a TERM to it would leave tb to start the emulator
 # anyway.  "SCRIPT &" execs: $! is tb, then timeout, through every exec.
@@ -142,7 +146,7 @@ first=null
 # (Bochs: EMU_SNAPSHOT), null after a cold boot.
 snapshot=null
 [ -z "${EMU_SNAPSHOT:-}" ] || snapshot="\"$EMU_SNAPSHOT\""
-# "series": what the booted kernel was built from, as build/kernel.sh
+# "series": what the booted kernel was built from, as the kernel build
 # recorded it beside the image (the series' words, and the hash of its
 # patches); "local_edits": the tree had uncommitted changes then.
 series=unknown series_hash=unknown edits=unknown
@@ -153,7 +157,7 @@ fi
 [ "$edits" != unknown ] || edits=null
 json_str() { sed 's/\\/\\\\/g; s/"/\\"/g' <<<"$1"; }
 printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "cmdline": "%s", "snapshot": %s, "series": "%s", "series_hash": "%s", "local_edits": %s}\n' \
-	"$ARCH" "$EMU" "${EMU_BUILD:-}" "$rc" "$EMU_POWEROFF_EXIT" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
+	"$ARCH" "$EMU" "${EMU_DESCRIPTION:-}" "$rc" "$EMU_POWEROFF_EXIT" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
 	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" "$EMU_SMP" "${EMU_XSTATE_FORMAT:-}" \
 	"$(json_str "$KERNEL_CMDLINE")" "$snapshot" "$(json_str "$series")" "$(json_str "$series_hash")" "$edits" >"$OUT/vm.json"
 [ "$rc" -ne 124 ] || msg "emulator timed out after $TIMEOUT s; console log: $OUT/console.log"

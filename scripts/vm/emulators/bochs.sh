@@ -8,7 +8,7 @@
 # second x86 emulator, whose verdicts make test compares with QEMU's.  Its
 # 3.0 is the one that works (bookworm's 2.7 reports bad XSAVE CPUID data and
 # the kernel panics; sid's 3.1 panics early), built from Debian trixie's
-# source with the project's patches by scripts/build/bochs.sh: its gdbstub
+# source with the project's patches by the build layer: its gdbstub
 # configuration for a run that gdb attaches to, its faster run
 # configuration (no gdbstub) for every other.
 #
@@ -50,7 +50,7 @@
 #    at the restore against the saved size and mtime, so the payload disk
 #    always has the same of both.  SHSTK_SNAPSHOT=0 boots cold.
 
-# shellcheck disable=SC2034  # read by lib.sh, vm/boot.sh and the gdb scripts
+# shellcheck disable=SC2034  # read by scripts/lib, vm/boot.sh and the gdb scripts
 emu_declare() {
 	[ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only (ARCH=$ARCH)"
 	EMU_SMP=1
@@ -64,6 +64,7 @@ emu_declare() {
 	EMU_NO_REVERSE_WHY="Bochs does not record and replay"
 	# No QMP: nothing to ask for a dump of the guest's memory.
 	EMU_QMP=no
+	EMU_SOURCE_BUILD=bochs
 	EMU_RESULTS_DEV=/dev/ttyS1
 	# libata names the first disk sda (the CD-ROM on ata0-master is sr0).
 	EMU_ROOTFS_DEV=/dev/sda
@@ -175,7 +176,7 @@ bochs_snapshot_save() {
 	bochs_snapshot_rc "$tmp" >"$tmp/bochsrc"
 	# Bochs exits 1 after a save, as on a power-off or a panic: the
 	# log line and the saved configuration tell a save.
-	# A child that a TERM to vm/boot.sh stops (lib.sh start_child); in the
+	# A child that a TERM to vm/boot.sh stops (scripts/lib/core.sh start_child); in the
 	# foreground it would hold the TERM back until it ended.
 	run_child "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "$BOCHS_BIN" -q -f "$tmp/bochsrc" \
 		-save "$tmp/snap" </dev/null >"$tmp/run/emulator.log" 2>&1 || true
@@ -202,10 +203,9 @@ bochs_restore() {
 	dev=/dev/sda
 	[ -z "$BOCHS_ROOTFS_DISK" ] || dev=/dev/sdb
 	kwords="$SNAPSHOT_KWORDS shstk.snapshot=$dev"
-	base=$(snapshot_base "$INITRD") ||
-		die "building the guest image for the Bochs snapshot failed"
+	snapshot_base base
 	key=$({
-		echo "$EMU_BUILD"
+		echo "$EMU_DESCRIPTION"
 		echo "$kwords"
 		file_sha256 "$KERNEL"
 		file_sha256 "$base"
@@ -234,11 +234,15 @@ bochs_restore() {
 }
 
 emu_prepare() {
-	local built config=run
-	[ -z "${GDB_PORT:-}" ] || config=gdbstub
-	built=$("$SHSTK_TOP/scripts/build/bochs.sh" "$config") || die "building Bochs failed"
-	BOCHS_BIN=${built%%$'\n'*}
-	EMU_BUILD="patched ${built#*$'\n'}"
+	local purpose=run
+	[ -z "${GDB_PORT:-}" ] || purpose=gdb
+	# The gdbstub build for a run gdb attaches to, the faster one else.
+	if [ -z "${SHSTK_EMU_BIN:-}" ] || [ "${SHSTK_EMU_PURPOSE:-}" != "$purpose" ]; then
+		die "no Bochs binary for a $purpose run given (SHSTK_EMU_BIN, SHSTK_EMU_PURPOSE=${SHSTK_EMU_PURPOSE:-}):" \
+			"the script that starts a boot builds it (build_boot${GDB_PORT:+ --gdb})"
+	fi
+	BOCHS_BIN=$SHSTK_EMU_BIN
+	EMU_DESCRIPTION="patched $SHSTK_EMU_DESCRIPTION"
 	BOCHS_ROOTFS_DISK=${SHSTK_ROOTFS:-}
 	EMU_SNAPSHOT=
 	# gdb: the gdbstub runs the CPU loop, where no save happens; and
@@ -248,16 +252,6 @@ emu_prepare() {
 	else
 		bochs_restore
 	fi
-}
-
-# The project's Bochs, built when it is missing or out of date: make test
-# runs this as a step of its own, both builds; a paused boot before it
-# starts (lib.sh emu_build_now gdb), the gdbstub one; so neither waits for
-# a build on the way.
-emu_build_command() {
-	local config=all
-	[ "${1:-}" != gdb ] || config=gdbstub
-	EMU_BUILD_CMD=("$SHSTK_TOP/scripts/build/bochs.sh" "$config")
 }
 
 emu_command() {

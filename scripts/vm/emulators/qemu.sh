@@ -3,8 +3,8 @@
 #
 # The QEMU backend: what QEMU can do, and its command line, per
 # architecture; the one place that decides them.  The interface every
-# backend in this directory implements (lib.sh emu_vars sources it after
-# arch_vars, vm/boot.sh calls the rest):
+# backend in this directory implements (scripts/lib/vm.sh emu_vars sources
+# it after arch_vars, vm/boot.sh calls the rest):
 #
 #   emu_declare    sets, for $ARCH (dies on an arch it does not emulate):
 #     EMU_SMP             guest CPUs
@@ -36,29 +36,32 @@
 #                         settings for the guest programs (VAR=value) that
 #                         suit it; vm/boot.sh puts the run's own after them,
 #                         and for the same VAR the later one wins
-#   emu_build_command [gdb]  (optional) sets EMU_BUILD_CMD to the command
-#                  that builds this emulator for $ARCH when it is the
-#                  project's own build (empty when there is nothing to
-#                  build); "gdb": what a run gdb attaches to needs only.
-#                  make test runs it as a step of its own, a paused boot
-#                  ("gdb") and a replay before they start (lib.sh
-#                  emu_build_now)
+#     EMU_SOURCE_BUILD    the project's build this run's binary comes from
+#                         ("qemu", "bochs": scripts/lib/build.sh
+#                         emulator_build makes it and passes the binary in
+#                         SHSTK_EMU_BIN), "" for the toolbox's emulator
 #   emu_prepare    (optional) makes the boot medium, once OUT is set
 #   emu_command    fills EMU_CMD (the command line) from KERNEL, INITRD,
 #                  KERNEL_CMDLINE, OUT and optionally GDB_PORT,
 #                  SHSTK_ROOTFS, and SHSTK_RR_MODE ("record" or "replay")
 #                  with SHSTK_RR_DIR (where the recording is) where
 #                  EMU_RECORD_REPLAY is yes; it may add to KERNEL_CMDLINE
-#                  what this run needs (vm.json records the result)
+#                  what this run needs (vm.json records the result),
+#                  EMU_DESCRIPTION (what the binary is, for vm.json)
 #                  and EMU_SNAPSHOT: the key of the snapshot the run is
 #                  restored from ("" or unset for a cold boot; vm.json)
+#
+# What a boot needs comes from the script that starts it (build.sh
+# build_boot), never from a build here: SHSTK_EMU_BIN and
+# SHSTK_EMU_DESCRIPTION, the project's binary; SHSTK_SNAPSHOT_BASE, the
+# guest image a post-boot snapshot boots.
 #
 # Why these settings:
 #  - arm64 "-M virt -cpu max" is the only way to get FEAT_GCS (QEMU >= 10.2).
 #  - an arch whose config/arches.ini entry says qemu_from_source = yes runs
 #    one of two QEMUs, SHSTK_QEMU (make QEMU=) says which, its qemu_default
 #    when unset: "patched", Debian's QEMU 10.2.2 source with patches/qemu/,
-#    built by scripts/build/qemu.sh for that arch; or "stock", the
+#    the project's build for that arch (EMU_SOURCE_BUILD); or "stock", the
 #    toolbox's Debian QEMU 11.1.  x86_64 (patched by default): the patches
 #    add XSAVES and user-mode CET shadow stacks to TCG ("-cpu max" has all
 #    of it) and the user SSP as gdb's pl3_ssp register; stock has no CET,
@@ -100,7 +103,7 @@
 #    run's guest image has that the snapshot's has not.  The console
 #    appends, after the snapshot's boot, so a run's console.log still
 #    shows the whole boot.  A gdb run is restored paused (-S), and
-#    start_paused_vm (lib.sh) lets gdb in once QEMU has loaded the
+#    start_paused_vm (scripts/lib/vm.sh) lets gdb in once QEMU has loaded the
 #    snapshot.  SHSTK_SNAPSHOT=0 boots cold.
 #  - record/replay (SHSTK_RR_MODE): QEMU records every nondeterministic
 #    input into SHSTK_RR_DIR/replay.bin under -icount, and its replay is
@@ -114,7 +117,7 @@
 #    again).  No virtio-serial: with it, a replay that loads a snapshot
 #    never ends.
 
-# shellcheck disable=SC2034  # read by lib.sh, vm/boot.sh and the gdb scripts
+# shellcheck disable=SC2034  # read by scripts/lib, vm/boot.sh and the gdb scripts
 emu_declare() {
 	qemu_variant
 	EMU_SMP=2
@@ -133,6 +136,8 @@ emu_declare() {
 		arch_set EMU_NO_REVERSE_WHY qemu_patched_reverse
 		[ "$EMU_NO_REVERSE_WHY" != yes ] || EMU_NO_REVERSE_WHY=
 	fi
+	EMU_SOURCE_BUILD=
+	[ "$QEMU_VARIANT" != patched ] || EMU_SOURCE_BUILD=qemu
 	EMU_QMP=yes
 	[ -z "${SHSTK_RR_MODE:-}" ] || EMU_QMP=no
 	EMU_RESULTS_DEV=/dev/hvc0
@@ -276,7 +281,7 @@ qemu_machine() {
 			-serial chardev:serial)
 	fi
 	if [ -n "${SHSTK_ROOTFS:-}" ]; then
-		# The bpftrace root filesystem's disk image (lib.sh rootfs_disk),
+		# The bpftrace root filesystem's disk image (scripts/lib/build.sh rootfs_disk),
 		# read-only: runs side by side share it.
 		# shellcheck disable=SC2054  # commas inside QEMU option values
 		EMU_CMD+=(-drive "file=$SHSTK_ROOTFS,format=raw,if=none,id=rootfs,readonly=on"
@@ -291,7 +296,7 @@ qemu_machine() {
 }
 
 # A run restored from the post-boot snapshot of the snapshot's guest image
-# (lib.sh snapshot_base) on this kernel, QEMU and machine: made once
+# (SHSTK_SNAPSHOT_BASE) on this kernel, QEMU and machine: made once
 # and kept in the cache under the hash of all of those (the bpftrace root
 # filesystem or not: two snapshots, as a device cannot be added at a
 # restore).  The machine is the same at the restore, but for the files of
@@ -302,11 +307,10 @@ qemu_restore() {
 	local image=$1 kwords base key dir cpio
 	snapshot_words "$KERNEL_CMDLINE"
 	kwords="$SNAPSHOT_KWORDS shstk.snapshot=port:shstk.payload"
-	base=$(snapshot_base "$INITRD") ||
-		die "building the guest image for the QEMU snapshot failed"
+	snapshot_base base
 	qemu_machine "$image" "$base" "$kwords" @DIR@ ""
 	key=$({
-		echo "$EMU_BUILD"
+		echo "$EMU_DESCRIPTION"
 		file_sha256 "$image"
 		file_sha256 "$base"
 		# The guest reads the disk before the save: the same one after.
@@ -345,12 +349,12 @@ qemu_snapshot_save() {
 	EMU_CMD+=(-qmp "unix:$tmp/qmp.sock,server=on,wait=off")
 	"$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "${EMU_CMD[@]}" </dev/null >"$tmp/emulator.log" 2>&1 &
 	pid=$!
-	py "$SHSTK_TOP/gdb/shstk/qmp.py" snapshot "$tmp/qmp.sock" "$tmp/console.log" "$pid" \
+	py "$SHSTK_TOP/scripts/vm/qmp.py" snapshot "$tmp/qmp.sock" "$tmp/console.log" "$pid" \
 		"$tmp/snapshot" 240 &
 	saver=$!
 	# Both end with this script, whatever stops it: a wait ends at a
 	# trapped TERM, and the trap makes it run the EXIT one, which bash
-	# also runs when an INT ends it (no INT trap: see lib.sh trap_int).
+	# also runs when an INT ends it (no INT trap: see scripts/lib/core.sh trap_int).
 	trap 'kill -TERM "$pid" "$saver" 2>/dev/null; rm -rf "$tmp"' EXIT
 	trap 'exit 143' TERM
 	wait "$saver" || rc=$?
@@ -414,14 +418,6 @@ qemu_variant() {
 	[ "$from_source" = yes ] || QEMU_VARIANT=stock
 }
 
-# shellcheck disable=SC2034  # read by scripts/test.sh
-emu_build_command() {
-	EMU_BUILD_CMD=()
-	if [ "$QEMU_VARIANT" = patched ]; then
-		EMU_BUILD_CMD=("$SHSTK_TOP/scripts/build/qemu.sh" "$ARCH")
-	fi
-}
-
 # The version of the toolbox's QEMU binary PROG, asked once per toolbox (its
 # stamp) and toolbox setting, not at every boot: through tb it cost 0.3 s.
 stock_qemu_version() {
@@ -442,23 +438,23 @@ stock_qemu_version() {
 }
 
 # Which QEMU: sets QEMU_BIN (the binary and its firmware options) and
-# EMU_BUILD (what the binary is, for the run's record, vm.json), and says it.
+# EMU_DESCRIPTION (what the binary is, for the run's record, vm.json), and
+# says it.
 qemu_select() {
-	local bin built prog
+	local prog
 	arch_set prog qemu
 	case "$QEMU_VARIANT" in
 	stock)
 		QEMU_BIN=("$prog")
-		EMU_BUILD="stock $(stock_qemu_version "$prog")"
+		EMU_DESCRIPTION="stock $(stock_qemu_version "$prog")"
 		;;
 	patched)
-		# Its path, then what it is.
-		built=$("$SHSTK_TOP/scripts/build/qemu.sh" "$ARCH") || die "building the patched QEMU failed"
-		bin=${built%%$'\n'*}
-		QEMU_BIN=("$bin" -L /usr/share/seabios -L /usr/share/qemu)
-		EMU_BUILD="patched ${built#*$'\n'}"
+		[ -n "${SHSTK_EMU_BIN:-}" ] ||
+			die "no patched QEMU binary given (SHSTK_EMU_BIN): the script that starts a boot builds it (build_boot)"
+		QEMU_BIN=("$SHSTK_EMU_BIN" -L /usr/share/seabios -L /usr/share/qemu)
+		EMU_DESCRIPTION="patched $SHSTK_EMU_DESCRIPTION"
 		;;
 	esac
-	msg "$ARCH QEMU: $EMU_BUILD"
+	msg "$ARCH QEMU: $EMU_DESCRIPTION"
 }
 

@@ -1,16 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 #
-# Common helpers for every shstk-lab script: where the cache lives, how
-# architectures are named, and how messages and errors look.  Sourced, never
-# run.  One place decides each of these things.
+# What every shstk-lab script sources first: where the cache and the
+# outputs live, how messages and errors look, the arch table, the toolbox's
+# tools, and the child processes a signal must stop.  The layers' own
+# helpers are in build.sh (the build layer) and vm.sh (the VM layer), which
+# scripts source after this one as they need them.  Sourced, never run.
 
 # Kept from the parent when it names this file's repository: a process
 # less at every script's start.
-if [ -z "${SHSTK_TOP:-}" ] || ! [ "$SHSTK_TOP/scripts/lib.sh" -ef "${BASH_SOURCE[0]}" ]; then
+if [ -z "${SHSTK_TOP:-}" ] || ! [ "$SHSTK_TOP/scripts/lib/core.sh" -ef "${BASH_SOURCE[0]}" ]; then
 	case ${BASH_SOURCE[0]} in
-	*/*) SHSTK_TOP=$(cd "${BASH_SOURCE[0]%/*}/.." && pwd) ;;
-	*) SHSTK_TOP=$(cd .. && pwd) ;;
+	*/*) SHSTK_TOP=$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd) ;;
+	*) SHSTK_TOP=$(cd ../.. && pwd) ;;
 	esac
 fi
 # Everything big (toolbox, kernel trees, builds, images) lives outside the
@@ -175,59 +177,6 @@ _shstk_step_t0=0
 #   elapsed T0 [PLACES]
 elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" -v p="${2:-1}" 'BEGIN { printf "%." p "f\n", b - a }'; }
 
-# The patch names a series file lists, in order (comments and blank lines
-# dropped).   series_list FILE
-series_list() {
-	[ -f "$1" ] || die "$1 is missing"
-	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$1"
-}
-
-# A series' identity, by names and contents only (the same series from
-# another clone, CI's, is the same series).   series_hash PATCHDIR
-series_hash() {
-	local p names
-	mapfile -t names < <(series_list "$1/series")
-	for p in "${names[@]}"; do
-		[ -f "$1/$p" ] || die "$1/series names $p, which does not exist"
-	done
-	[ "${#names[@]}" -gt 0 ] || { printf '' | sha256sum | cut -c1-16; return; }
-	# One sha256sum for all, its lines in the form the hash was first made
-	# of ("NAME HASH  -"), so caches made before stay valid.
-	(cd "$1" && sha256sum -- "${names[@]}") |
-		awk '{ print $2, $1 "  -" }' | sha256sum | cut -c1-16
-}
-
-# rootfs_disk DIR: the bpftrace root filesystem DIR (scripts/build/rootfs.sh)
-# as an EROFS disk image beside it, DIR.erofs, made again when the directory
-# was rebuilt since.  Every emulator attaches it read-only, as a disk
-# (QEMU's virtio-blk, Bochs's IDE), not as a 9p share: a guest
-# with a share mounted cannot be saved, and make trace starts from a
-# snapshot taken once bpftrace has attached.  Uncompressed and without
-# extended attributes, the EROFS the kernels are configured for (why EROFS:
-# config/kernel/common.config).  Padded to whole cylinders of 16 heads x 63
-# sectors, the geometry Bochs gives it.
-# Under a lock: make test's two lanes may trace at once (not IMAGE.lock,
-# the file Bochs locks an image with).
-rootfs_disk() {
-	local dir=$1 img=$1.erofs cyl=$((16 * 63 * 512)) bytes lock rc=0
-	exec {lock}>"$dir.disk-lock"
-	flock "$lock"
-	if ! [ "$img" -nt "$dir/.shstk-rootfs" ]; then
-		msg "making the root filesystem disk image $img"
-		rm -f "$img.new"
-		if tb mkfs.erofs --quiet -b4096 -x -1 -L shstk-rootfs "$img.new" "$dir" >"$img.log" 2>&1; then
-			bytes=$(stat -c %s "$img.new")
-			truncate -s $(((bytes + cyl - 1) / cyl * cyl)) "$img.new"
-			mv "$img.new" "$img"
-		else
-			msg "mkfs.erofs failed; see $img.log"
-			rc=1
-		fi
-	fi
-	exec {lock}>&-
-	[ "$rc" -eq 0 ] && echo "$img"
-}
-
 # Hold an exclusive lock on FILE until the script ends (the processes it
 # starts inherit it), first saying "waiting for WHAT" when another has it.
 #   lock_or_wait FILE WHAT
@@ -261,76 +210,11 @@ lock_out() {
 	lock_or_wait "$1.lock" "another run that writes $1 to end (it holds $1.lock)"
 }
 
-# make test's list of the builds it found current once (kernels, the
-# project's QEMU), by their output: scripts/test.sh names a file for it in
-# SHSTK_CHECKED_BUILDS.  Within one make test the trees do not change, and
-# each look at them costs a run half a second (git on the kernel tree's
-# 96,000 files); outside make test every run looks.  A build script asks
-# build_checked OUTPUT before it looks, and says build_current OUTPUT once
-# OUTPUT is current.
-build_checked() {
-	[ -n "${SHSTK_CHECKED_BUILDS:-}" ] && [ -e "$1" ] &&
-		grep -qxF -- "$1" "$SHSTK_CHECKED_BUILDS" 2>/dev/null
-}
-build_current() {
-	[ -z "${SHSTK_CHECKED_BUILDS:-}" ] || echo "$1" >>"$SHSTK_CHECKED_BUILDS"
-}
-
-# Commit the unpacked tree DIR as the pristine base the series apply to
-# (tag shstk-base).  No automatic gc: the commit's tens of thousands of
-# loose objects would start a "git gc --auto" in the background, minutes of
-# both CPUs spent packing them beside the first build, and nothing here
-# needs them packed.   git_commit_pristine DIR MESSAGE
-git_commit_pristine() {
-	git -C "$1" init -q
-	git -C "$1" config gc.auto 0
-	# By force: Debian's kernel tree has a .gitignore that ignores
-	# everything.
-	git -C "$1" add -A -f .
-	git -C "$1" -c user.name=shstk-lab -c user.email=shstk-lab@localhost commit -q -m "$2"
-	git -C "$1" tag shstk-base
-}
-
-# A worktree DIR of the repository REPO at its pristine base (tag
-# shstk-base), made if missing.   base_worktree REPO DIR
-base_worktree() {
-	if [ ! -d "$2" ]; then
-		git -C "$1" worktree prune
-		git -C "$1" worktree add -q --detach "$2" shstk-base
-	fi
-}
-
-# Apply PATCHDIR's series with git am on a fresh worktree WORKTREE of the
-# pristine tree SRC (tag shstk-base), made if missing; a patch that does not
-# apply is named, with the files it failed on, as not applying to WHAT.
-#   git_am_series SRC WORKTREE PATCHDIR WHAT
-git_am_series() {
-	local src=$1 am=$2 dir=$3 what=$4 p n=0 total files log=$2.am.log
-	base_worktree "$src" "$am"
-	git -C "$am" am --abort >/dev/null 2>&1 || true
-	git -C "$am" reset -q --hard shstk-base
-	git -C "$am" clean -qfd
-	total=$(series_list "$dir/series" | wc -l)
-	while read -r p; do
-		n=$((n + 1))
-		if ! git -C "$am" -c user.name=shstk-lab -c user.email=shstk-lab@localhost \
-			am -q --keep-cr "$dir/$p" >"$log" 2>&1; then
-			cat "$log" >&2
-			git -C "$am" am --abort >/dev/null 2>&1 || true
-			# "error: patch failed: FILE:LINE", "error: FILE: does not exist in index"
-			files=$(sed -nE 's/^error: patch failed: (.*):[0-9]+$/\1/p; s/^error: (.*): (does not exist|already exists) in .*/\1/p' \
-				"$log" | sort -u | tr '\n' ' ')
-			die "patch $n/$total ($p) does not apply to $what${files:+ (in ${files% })}"
-		fi
-	done < <(series_list "$dir/series")
-	msg "applied $n patches"
-}
-
 # The architecture table: every per-arch fact, for shell and Python alike
 # (config/arches.py reads it too).  Its keys are described at its top.
 SHSTK_ARCH_TABLE=$SHSTK_TOP/config/arches.ini
-# The compiler of the host programs: the QEMU and Bochs builds, and the
-# programs a kernel build runs on the build machine, whatever the target.
+# The compiler of the host programs: the toolbox has it, the QEMU and
+# Bochs builds use it, and so do the programs a kernel build runs on the build machine, whatever the target.
 # shellcheck disable=SC2034  # used by the scripts that source this file
 SHSTK_HOST_CC=gcc-14
 # shellcheck disable=SC2034
@@ -428,11 +312,6 @@ arch_resolve() {
 	done
 	die "unknown ARCH '$want' (use $(arch_names | paste -sd' ' | sed 's/ / or /g'))"
 }
-shstk_arch() {
-	local arch
-	arch_resolve arch "${1:-}"
-	echo "$arch"
-}
 
 # VAR=the fact KEY about $ARCH; a missing one ends the script, as die does.
 #   arch_set VAR KEY
@@ -467,92 +346,6 @@ arch_vars() {
 	GUEST_DIR=$SHSTK_CACHE/guest/$ARCH$SHSTK_SERIES_SUFFIX
 }
 
-# The emulator (after arch_vars): EMU, a backend in scripts/vm/emulators/
-# (default qemu), checked and loaded with what it declares for this arch
-# (emu_declare: see vm/emulators/qemu.sh), and EMU_OUT, the directory its logs
-# go to (out/<arch> for the default emulator, out/<arch>-<emu> for another,
-# so one never overwrites the other's).
-SHSTK_DEFAULT_EMU=qemu
-
-# The emulator backends there are, the default first.
-emulators() {
-	local f
-	echo "$SHSTK_DEFAULT_EMU"
-	for f in "$SHSTK_TOP"/scripts/vm/emulators/*.sh; do
-		f=$(basename "$f" .sh)
-		[ "$f" = "$SHSTK_DEFAULT_EMU" ] || echo "$f"
-	done
-}
-
-# EMU must name a backend in scripts/vm/emulators/; dies naming the ones
-# there are.   emu_check EMU
-emu_check() {
-	if [[ ! $1 =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$SHSTK_TOP/scripts/vm/emulators/$1.sh" ]; then
-		die "unknown EMU '$1' (use $(emulators | paste -sd' ' | sed 's/ / or /g'))"
-	fi
-}
-
-# The backends that emulate ARCH (their emu_declare accepts it).
-emulators_for() {
-	local e
-	for e in $(emulators); do
-		(arch_vars "$1" && emu_vars "$e") >/dev/null 2>&1 && echo "$e"
-	done
-}
-# shellcheck disable=SC2034  # used by the scripts that source this file
-emu_vars() {
-	EMU=${1:-$SHSTK_DEFAULT_EMU}
-	emu_check "$EMU"
-	# A backend's optional functions must not outlive it in a shell that
-	# sources several (make test).
-	unset -f emu_prepare emu_build_command
-	# shellcheck source=vm/emulators/qemu.sh
-	. "$SHSTK_TOP/scripts/vm/emulators/$EMU.sh"
-	emu_declare
-	EMU_OUT=$ARCH_OUT
-	[ "$EMU" = "$SHSTK_DEFAULT_EMU" ] || EMU_OUT=$ARCH_OUT-$EMU
-}
-
-# The kernel this run boots (after arch_vars: the patched one, or the
-# BASELINE or KCONFIG variant), then the guest image, whose path is set in
-# GUEST_IMAGE.  The guest programs are always built against the patched
-# kernel's headers and selftests, so an A/B or debug-kernel run boots the
-# very same programs; when this run's kernel is another one, only those
-# headers are made for it, not a second kernel.
-#   build_kernel_and_guest SUITE | --prog FILE
-# shellcheck disable=SC2034  # GUEST_IMAGE is for the scripts that source this file
-build_kernel_and_guest() {
-	if [ -n "$SHSTK_BASELINE${SHSTK_KCONFIG_VARIANT:-}" ]; then
-		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --headers
-	fi
-	"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH"
-	GUEST_IMAGE=$(build_guest "$@")
-}
-
-# scripts/build/guest.sh for this arch, against the series' kernel headers
-# and tree whatever kernel this run boots.   build_guest ARGS...
-build_guest() {
-	SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" "$@"
-}
-
-# A user's PROG must be a static executable for $ARCH (after arch_vars):
-# checked before any long step, so a wrong one is named at once.
-#   prog_check PROG
-prog_check() {
-	local why
-	[ -f "$1" ] || die "PROG=$1 does not exist"
-	why=$(py "$SHSTK_TOP/scripts/build/elfcheck.py" "$1" "$ARCH" 2>&1) || die "$why"
-}
-
-# make in the kernel tree for the current arch (after arch_vars), out of
-# tree, with the table's compiler for the target and the host's for the
-# programs the build runs.
-# shellcheck disable=SC2153  # KARCH and ARCH_CC: set by arch_vars (arch_set)
-kmake() {
-	tb make -C "$SHSTK_SRC" O="$KBUILD_DIR" ARCH="$KARCH" \
-		CROSS_COMPILE="$CROSS_COMPILE" CC="$ARCH_CC" HOSTCC="$SHSTK_HOST_CC" "$@"
-}
-
 # Run a tool from the toolbox (or the host, when it is new enough).  Every
 # script calls tools through this, so none of them knows which one it got.
 tb() { "$SHSTK_TOP/scripts/tools/tb" "$@"; }
@@ -567,11 +360,6 @@ if [ -z "${SHSTK_PYTHON:-}" ]; then
 	[ ! -x /usr/bin/python3 ] || SHSTK_PYTHON=/usr/bin/python3
 fi
 py() { "$SHSTK_PYTHON" "$@"; }
-
-# A free TCP port on the loopback interface, for gdbstubs.
-free_port() {
-	py -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # Children that a TERM or INT to this script must stop: a VM boot, gdb, the
 # VMs of make fuzz.  Bash waits for a foreground child before it runs any
@@ -642,37 +430,6 @@ _shstk_pid_alive() {
 	# "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
 	stat=${stat##*) }
 	case "${stat%% *}" in Z | X) return 1 ;; esac
-}
-
-# Whether a process of the process group PGID still runs (a zombie does
-# not count).  pgrep -g selects by the group's id, not by a pattern.
-_shstk_group_alive() {
-	local p
-	for p in $(pgrep -g "$1" 2>/dev/null); do
-		! _shstk_pid_alive "$p" || return 0
-	done
-	return 1
-}
-
-# Stop what PID started in the process group it leads (GNU timeout makes
-# one for itself and its command): TERM, and KILL to what is left after 2
-# s.  Before PID leads a group of its own, PID alone gets the signals.
-# With --reaped (PID was waited for, so its number may be another's by
-# now) only a group that still has a process is signalled: a live member
-# keeps the group's id from being reused.
-#   stop_group [--reaped] PID
-stop_group() {
-	local reaped=''
-	[ "$1" != --reaped ] || { reaped=1; shift; }
-	if [ -n "$reaped" ]; then
-		_shstk_group_alive "$1" || return 0
-		kill -TERM -- "-$1" 2>/dev/null || true
-		poll_until_gone 2 _shstk_group_alive "$1" || kill -KILL -- "-$1" 2>/dev/null || true
-		return 0
-	fi
-	kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
-	poll_until_gone 2 _shstk_group_alive "$1" && ! _shstk_pid_alive "$1" && return 0
-	kill -KILL -- "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null || true
 }
 
 # Wait until the signalled child PID is gone (at most 15 s: a VM's own
@@ -762,209 +519,4 @@ wait_child() {
 run_child() {
 	start_child "$@"
 	wait_children
-}
-
-# EMU_BUILD_CMD: the command that builds the project's own build of this
-# emulator (the backend's emu_build_command), empty where it has none.
-#   emu_build_cmd [gdb]   ("gdb": only what a run gdb attaches to needs)
-emu_build_cmd() {
-	EMU_BUILD_CMD=()
-	! declare -F emu_build_command >/dev/null || emu_build_command "$@"
-}
-
-# That build, made now if it is missing or out of date: a paused boot waits
-# for its gdbstub for a minute only, and a timed replay must not time a
-# build.   emu_build_now [gdb]
-emu_build_now() {
-	emu_build_cmd "$@"
-	[ "${#EMU_BUILD_CMD[@]}" -eq 0 ] || "${EMU_BUILD_CMD[@]}" >/dev/null
-}
-
-# The guest booted paused under the emulator's gdbstub on a free port, for
-# gdb: sets VM_PID and GDB_PORT.  Callers trap EXIT to stop_vm first.
-#   start_paused_vm EMU OUTDIR IMAGE TIMEOUT
-start_paused_vm() {
-	local emu=$1
-	shift
-	emu_build_now gdb
-	VM_QMP=
-	if [ "$EMU_QMP" = yes ]; then
-		VM_QMP=$(qmp_socket "$1")
-		rm -f "$VM_QMP"
-	fi
-	GDB_PORT=$(free_port)
-	GDB_PORT=$GDB_PORT "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$emu" "$KBUILD_DIR/$KIMAGE" "$2" \
-		"$1" "$3" >"$1/boot.log" 2>&1 &
-	VM_PID=$!
-	wait_listen "$GDB_PORT" 60 || die "the $emu gdbstub never listened on port $GDB_PORT (see $1/emulator.log)"
-	# A VM restored from a snapshot listens before it has loaded it.
-	[ -z "$VM_QMP" ] || py "$SHSTK_TOP/gdb/shstk/qmp.py" wait-loaded "$VM_QMP" 60 ||
-		die "the $emu VM did not get ready for gdb (see $1/emulator.log)"
-}
-
-stop_vm() {
-	if [ -n "${VM_PID:-}" ]; then
-		kill -TERM "$VM_PID" 2>/dev/null || true
-		reap "$VM_PID"
-	fi
-	VM_PID=
-}
-
-# Post-boot snapshots (docs/boot.md), the parts every backend shares.  A
-# restored run boots nothing: its kernel's words of the command line are
-# the snapshot's, and what is its own comes after the restore (guest/init.sh
-# shstk.snapshot=).  Each backend says which of its runs it restores; none
-# when SHSTK_SNAPSHOT=0 (SHSTK_BOCHS_SNAPSHOT=0, its older name, for Bochs).
-snapshot_wanted() {
-	[ "${SHSTK_SNAPSHOT:-1}" != 0 ]
-}
-
-# snapshot_words CMDLINE: SNAPSHOT_KWORDS, the kernel's words (the
-# snapshot's), and SNAPSHOT_IWORDS, init's (shstk.* and the programs'
-# VAR=value settings, upper case), which the payload carries.  The words
-# init acts on before the snapshot point are the snapshot's: the bpftrace
-# scripts it attaches there, the command name they trace and the disk they
-# come from (guest/init.sh).
-snapshot_words() {
-	local word
-	SNAPSHOT_KWORDS='' SNAPSHOT_IWORDS=''
-	for word in $1; do
-		case "$word" in
-		shstk.trace=* | shstk.trace_comm=* | shstk.rootfs=*) SNAPSHOT_KWORDS+=" $word" ;;
-		shstk.* | [A-Z]*=*) SNAPSHOT_IWORDS+=" $word" ;;
-		*) SNAPSHOT_KWORDS+=" $word" ;;
-		esac
-	done
-	SNAPSHOT_KWORDS=${SNAPSHOT_KWORDS# } SNAPSHOT_IWORDS=${SNAPSHOT_IWORDS# }
-}
-
-# file_sha256 FILE: what "sha256sum <FILE" prints, kept in FILE.sha256 with
-# FILE's size, mtime and inode, and worked out again only when one of those
-# changes: a snapshot's key hashes the kernel at every restored run (x86's
-# stripped vmlinux, 23 MB: 65 ms of sha256sum; arm64's Image 40 ms).
-file_sha256() {
-	local id have sum
-	id=$(stat -c '%s %.9Y %i' "$1") || return 1
-	if { read -r have && read -r sum; } 2>/dev/null <"$1.sha256" && [ "$have" = "$id" ]; then
-		echo "$sum"
-		return 0
-	fi
-	sum=$(sha256sum <"$1") || return 1
-	# Where it cannot be kept it is only not kept.
-	{ printf '%s\n%s\n' "$id" "$sum" >"$1.sha256.$$" && mv -f "$1.sha256.$$" "$1.sha256"; } 2>/dev/null ||
-		rm -f "$1.sha256.$$"
-	echo "$sum"
-}
-
-# snapshot_base INITRD: the guest image a post-boot snapshot boots (guest.sh
-# --snapshot-base) that goes with INITRD: the one guest.sh made with it,
-# when it is still the one there (its key, kept beside INITRD, against
-# the base's own), else one made now (an image from elsewhere, or one
-# whose base another build has replaced since).  The two reads save the
-# guest.sh run that took 0.3-0.4 s of every restored run.
-snapshot_base() {
-	local base=${1%/*}/snapshot-base.cpio.gz want have
-	if { read -r want <"$1.snapshot-base" && read -r have <"$base.key"; } 2>/dev/null &&
-		[ "$want" = "$have" ] && [ -f "$base" ]; then
-		echo "$base"
-		return 0
-	fi
-	build_guest --snapshot-base
-}
-
-# snapshot_payload_cpio DIR BASE INITRD: the archive of what INITRD has
-# that BASE (the snapshot's image) has not, kept beside the snapshot DIR
-# by INITRD's hash (0.4-0.9 s to make).
-snapshot_payload_cpio() {
-	local cpio
-	cpio=$(file_sha256 "$3") || return 1
-	cpio=$1/payloads/${cpio:0:16}.cpio
-	if [ ! -f "$cpio" ]; then
-		mkdir -p "$1/payloads"
-		py "$SHSTK_TOP/scripts/build/cpiodiff.py" "$2" "$3" "$cpio.$$" ||
-			die "making the snapshot payload from $3 failed"
-		mv "$cpio.$$" "$cpio"
-	fi
-	touch "$cpio"	# in use: see snapshot_prune
-	echo "$cpio"
-}
-
-# snapshot_prune DIR: a snapshot directory's siblings and payloads that no
-# run has used for a week go, with what failed attempts left, and all but
-# the 16 used last (each is 40-80 MB, and every kernel build makes new
-# ones; a run marks its snapshot used by touching it).
-snapshot_prune() {
-	local old
-	find "${1%/*}" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + || true
-	find "${1%/*}" -mindepth 3 -maxdepth 3 -path '*/payloads/*' -mtime +7 -delete || true
-	# shellcheck disable=SC2012  # the names are hashes: no odd characters
-	old=$(ls -1dt "${1%/*}"/*/ 2>/dev/null | tail -n +17)
-	[ -z "$old" ] || xargs rm -rf <<<"$old"
-}
-
-# snapshot_make DIR WHAT DONE CONSOLE SAVE ARGS...: make WHAT's snapshot
-# DIR once, under a lock (two lanes of make test, or make fuzz's two VMs,
-# may want it at once), made aside and moved in whole, so a DIR/DONE is
-# always a complete snapshot.  SAVE TMP DIR ARGS... boots and saves into
-# TMP (it dies if it cannot); then the boot's console, TMP/CONSOLE, must
-# be clean.
-snapshot_make() {
-	local dir=$1 what=$2 done=$3 console=$4 save=$5 tmp=$1.new.$$ lock t0
-	shift 5
-	# Made already: a snapshot is moved in whole, so one there is complete.
-	[ ! -f "$dir/$done" ] || return 0
-	exec {lock}>"$dir.lock"
-	flock "$lock"
-	if [ ! -f "$dir/$done" ]; then
-		t0=$EPOCHREALTIME
-		msg "making the $what snapshot ${dir##*/} (a cold boot, saved once booted)"
-		rm -rf "$tmp"
-		mkdir -p "$tmp"
-		"$save" "$tmp" "$dir" "$@"
-		snapshot_check_boot "$tmp/$console"
-		rm -rf "$dir"
-		mv "$tmp" "$dir"
-		msg "made the $what snapshot ${dir##*/} in $(elapsed "$t0") s"
-		snapshot_prune "$dir"
-	fi
-	exec {lock}>&-
-}
-
-# snapshot_check_boot LOG: the snapshot's boot must be clean, since the
-# runs restored from it are judged on their own part of the console.
-snapshot_check_boot() {
-	local found
-	found=$(cd "$SHSTK_TOP" && py -m checks.console "$1") ||
-		die "the snapshot's boot is not clean ($1):" "$found"
-}
-
-# Where a paused VM's backend listens for QMP (EMU_QMP): qmp_socket OUTDIR
-qmp_socket() { echo "$1/qmp.sock"; }
-
-# What gdb/shstk/session.py reads: the kernel, its gdb scripts, the guest
-# program, the gdbstub's port and the QMP socket, if any.   export_gdb_env PROG
-# The emulator's gdb capabilities go along (after emu_vars), so the gdb
-# scripts ask them and never the emulator's name.
-export_gdb_env() {
-	export SHSTK_VMLINUX=$KBUILD_DIR/vmlinux SHSTK_GDB_SCRIPTS=$KBUILD_DIR/vmlinux-gdb.py
-	export SHSTK_PROG=$1 SHSTK_PORT=$GDB_PORT SHSTK_ARCH=$ARCH SHSTK_EMU=$EMU
-	export SHSTK_EMU_BREAKPOINTS=$EMU_BREAKPOINTS SHSTK_EMU_SSP_REGISTER=$EMU_SSP_REGISTER
-	export SHSTK_EMU_NO_SHSTK_WHY=$EMU_NO_SHSTK_WHY SHSTK_QMP=${VM_QMP:-}
-}
-
-# Wait until something listens on 127.0.0.1:PORT (read from /proc/net/tcp,
-# without connecting: a gdbstub takes one client).  wait_listen PORT SECONDS
-wait_listen() {
-	py - "$1" "$2" <<'PY'
-import sys, time
-port, deadline = int(sys.argv[1]), time.time() + float(sys.argv[2])
-while time.time() < deadline:
-    with open("/proc/net/tcp") as f:
-        for line in f.readlines()[1:]:
-            local, state = line.split()[1], line.split()[3]
-            if state == "0A" and int(local.split(":")[1], 16) == port:
-                sys.exit(0)
-    time.sleep(0.1)
-sys.exit(1)
-PY
 }

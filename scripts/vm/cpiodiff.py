@@ -14,32 +14,11 @@ more than reading the bytes it saves.
 """
 import gzip
 import io
+import os
 import sys
 
-import mkinitramfs
-
-HEADER = 110
-
-
-def entries(data):
-    """(name, header fields, body) of each entry of a newc archive, the
-    trailer left out."""
-    pos = 0
-    while pos + HEADER <= len(data):
-        hdr = data[pos:pos + HEADER]
-        if hdr[:6] != b"070701":
-            raise ValueError(f"not a newc cpio archive at offset {pos}")
-        fields = [int(hdr[6 + 8 * i:14 + 8 * i], 16) for i in range(13)]
-        namesize, filesize = fields[11], fields[6]
-        name = data[pos + HEADER:pos + HEADER + namesize - 1].decode()
-        pos = (pos + HEADER + namesize + 3) & ~3
-        body = data[pos:pos + filesize]
-        pos = (pos + filesize + 3) & ~3
-        if name == "TRAILER!!!":
-            return
-        yield name, fields, body
-    raise ValueError("no cpio trailer")
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from newc import Writer, entries  # noqa: E402
 
 def same(a, b):
     """Equal as the guest sees them: mode, owner, device, content (inode
@@ -51,10 +30,10 @@ def same(a, b):
 
 def diff(base, image):
     """The newc archive of IMAGE's entries that BASE lacks (both raw),
-    written as mkinitramfs.py writes every guest image."""
+    written as every guest image is."""
     have = {name: (fields, body) for name, fields, body in entries(base)}
     out = io.BytesIO()
-    w = mkinitramfs.Writer(out)
+    w = Writer(out)
     for name, fields, body in entries(image):
         if name not in have or not same(have[name], (fields, body)):
             w.entry(name, fields[1], body, rdev=(fields[9], fields[10]), uid=fields[2], gid=fields[3])

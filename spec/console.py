@@ -36,11 +36,11 @@ def scan(text):
 
 
 def main(argv):
-    """python3 -m checks.console LOG: print each sign of trouble in LOG;
+    """python3 -m spec.console LOG: print each sign of trouble in LOG;
     exit 1 if there is any (a snapshot's boot, which no run's report
     reads before its restore)."""
     if len(argv) != 2:
-        sys.exit("usage: python3 -m checks.console LOG")
+        sys.exit("usage: python3 -m spec.console LOG")
     with open(argv[1], errors="replace") as f:
         found = scan(f.read())
     for kind, line in found:

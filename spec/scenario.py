@@ -191,7 +191,7 @@ def c_header():
                     f'{ERRNO_NAMES[want_ret(c, True)]}, {ERRNO_NAMES[want_ret(c, False)]} }},\n'
                     for c in CASES)
     return f"""/* SPDX-License-Identifier: GPL-2.0 */
-/* Generated from checks/scenario.py by scripts/build/guest.sh: do not edit. */
+/* Generated from spec/scenario.py by scripts/build/guest.sh: do not edit. */
 #ifndef SHSTK_SCENARIO_H
 #define SHSTK_SCENARIO_H
 
@@ -218,7 +218,7 @@ static const struct scenario_case scenario_cases[] = {{
 
 
 def main(argv):
-    p = argparse.ArgumentParser(prog="python3 -m checks.scenario",
+    p = argparse.ArgumentParser(prog="python3 -m spec.scenario",
                                 description="The gdb scenario's one description, as C.")
     p.add_argument("--c-header", action="store_true", required=True,
                    help="print shstk_scenario.h for guest/shstk_gdb.c")

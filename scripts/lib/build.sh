@@ -1,0 +1,230 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2153  # SHSTK_* and the arch variables: from core.sh, sourced first
+#
+# The build layer's helpers (after core.sh): the series and the kernel
+# trees, the kernel, the guest image and its snapshot base, the emulators'
+# own builds, and build_boot, which makes everything a boot needs so that
+# the VM layer builds nothing.  Sourced, never run.
+
+# The patch names a series file lists, in order (comments and blank lines
+# dropped).   series_list FILE
+series_list() {
+	[ -f "$1" ] || die "$1 is missing"
+	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$1"
+}
+
+# A series' identity, by names and contents only (the same series from
+# another clone, CI's, is the same series).   series_hash PATCHDIR
+series_hash() {
+	local p names
+	mapfile -t names < <(series_list "$1/series")
+	for p in "${names[@]}"; do
+		[ -f "$1/$p" ] || die "$1/series names $p, which does not exist"
+	done
+	[ "${#names[@]}" -gt 0 ] || { printf '' | sha256sum | cut -c1-16; return; }
+	# One sha256sum for all, its lines in the form the hash was first made
+	# of ("NAME HASH  -"), so caches made before stay valid.
+	(cd "$1" && sha256sum -- "${names[@]}") |
+		awk '{ print $2, $1 "  -" }' | sha256sum | cut -c1-16
+}
+
+# rootfs_disk DIR: the bpftrace root filesystem DIR (scripts/build/rootfs.sh)
+# as an EROFS disk image beside it, DIR.erofs, made again when the directory
+# was rebuilt since.  Every emulator attaches it read-only, as a disk
+# (QEMU's virtio-blk, Bochs's IDE), not as a 9p share: a guest
+# with a share mounted cannot be saved, and make trace starts from a
+# snapshot taken once bpftrace has attached.  Uncompressed and without
+# extended attributes, the EROFS the kernels are configured for (why EROFS:
+# config/kernel/common.config).  Padded to whole cylinders of 16 heads x 63
+# sectors, the geometry Bochs gives it.
+# Under a lock: make test's two lanes may trace at once (not IMAGE.lock,
+# the file Bochs locks an image with).
+rootfs_disk() {
+	local dir=$1 img=$1.erofs cyl=$((16 * 63 * 512)) bytes lock rc=0
+	exec {lock}>"$dir.disk-lock"
+	flock "$lock"
+	if ! [ "$img" -nt "$dir/.shstk-rootfs" ]; then
+		msg "making the root filesystem disk image $img"
+		rm -f "$img.new"
+		if tb mkfs.erofs --quiet -b4096 -x -1 -L shstk-rootfs "$img.new" "$dir" >"$img.log" 2>&1; then
+			bytes=$(stat -c %s "$img.new")
+			truncate -s $(((bytes + cyl - 1) / cyl * cyl)) "$img.new"
+			mv "$img.new" "$img"
+		else
+			msg "mkfs.erofs failed; see $img.log"
+			rc=1
+		fi
+	fi
+	exec {lock}>&-
+	[ "$rc" -eq 0 ] && echo "$img"
+}
+
+# make test's list of the builds it found current once (kernels, the
+# project's QEMU), by their output: scripts/test.sh names a file for it in
+# SHSTK_CHECKED_BUILDS.  Within one make test the trees do not change, and
+# each look at them costs a run half a second (git on the kernel tree's
+# 96,000 files); outside make test every run looks.  A build script asks
+# build_checked OUTPUT before it looks, and says build_current OUTPUT once
+# OUTPUT is current.
+build_checked() {
+	[ -n "${SHSTK_CHECKED_BUILDS:-}" ] && [ -e "$1" ] &&
+		grep -qxF -- "$1" "$SHSTK_CHECKED_BUILDS" 2>/dev/null
+}
+build_current() {
+	[ -z "${SHSTK_CHECKED_BUILDS:-}" ] || echo "$1" >>"$SHSTK_CHECKED_BUILDS"
+}
+
+# Commit the unpacked tree DIR as the pristine base the series apply to
+# (tag shstk-base).  No automatic gc: the commit's tens of thousands of
+# loose objects would start a "git gc --auto" in the background, minutes of
+# both CPUs spent packing them beside the first build, and nothing here
+# needs them packed.   git_commit_pristine DIR MESSAGE
+git_commit_pristine() {
+	git -C "$1" init -q
+	git -C "$1" config gc.auto 0
+	# By force: Debian's kernel tree has a .gitignore that ignores
+	# everything.
+	git -C "$1" add -A -f .
+	git -C "$1" -c user.name=shstk-lab -c user.email=shstk-lab@localhost commit -q -m "$2"
+	git -C "$1" tag shstk-base
+}
+
+# A worktree DIR of the repository REPO at its pristine base (tag
+# shstk-base), made if missing.   base_worktree REPO DIR
+base_worktree() {
+	if [ ! -d "$2" ]; then
+		git -C "$1" worktree prune
+		git -C "$1" worktree add -q --detach "$2" shstk-base
+	fi
+}
+
+# Apply PATCHDIR's series with git am on a fresh worktree WORKTREE of the
+# pristine tree SRC (tag shstk-base), made if missing; a patch that does not
+# apply is named, with the files it failed on, as not applying to WHAT.
+#   git_am_series SRC WORKTREE PATCHDIR WHAT
+git_am_series() {
+	local src=$1 am=$2 dir=$3 what=$4 p n=0 total files log=$2.am.log
+	base_worktree "$src" "$am"
+	git -C "$am" am --abort >/dev/null 2>&1 || true
+	git -C "$am" reset -q --hard shstk-base
+	git -C "$am" clean -qfd
+	total=$(series_list "$dir/series" | wc -l)
+	while read -r p; do
+		n=$((n + 1))
+		if ! git -C "$am" -c user.name=shstk-lab -c user.email=shstk-lab@localhost \
+			am -q --keep-cr "$dir/$p" >"$log" 2>&1; then
+			cat "$log" >&2
+			git -C "$am" am --abort >/dev/null 2>&1 || true
+			# "error: patch failed: FILE:LINE", "error: FILE: does not exist in index"
+			files=$(sed -nE 's/^error: patch failed: (.*):[0-9]+$/\1/p; s/^error: (.*): (does not exist|already exists) in .*/\1/p' \
+				"$log" | sort -u | tr '\n' ' ')
+			die "patch $n/$total ($p) does not apply to $what${files:+ (in ${files% })}"
+		fi
+	done < <(series_list "$dir/series")
+	msg "applied $n patches"
+}
+
+# Everything a boot of this run needs, built when missing or out of date,
+# for scripts/vm/boot.sh, which builds nothing: the kernel (the patched
+# one, or the BASELINE or KCONFIG variant), the guest image (GUEST_IMAGE),
+# the snapshot base that goes with it (SHSTK_SNAPSHOT_BASE) and the
+# emulator's binary (emulator_build).  The guest programs are always built
+# against the patched kernel's headers and selftests, so an A/B or
+# debug-kernel run boots the very same programs; when this run's kernel is
+# another one, only those headers are made for it, not a second kernel.
+# --gdb: the boot is one gdb attaches to.  After arch_vars and emu_vars.
+#   build_boot [--gdb] SUITE | --prog FILE
+# shellcheck disable=SC2034  # GUEST_IMAGE is for the scripts that source this file
+build_boot() {
+	local purpose=run
+	[ "$1" != --gdb ] || { purpose=gdb; shift; }
+	if [ -n "$SHSTK_BASELINE${SHSTK_KCONFIG_VARIANT:-}" ]; then
+		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --headers
+	fi
+	"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH"
+	GUEST_IMAGE=$(build_guest "$@")
+	SHSTK_SNAPSHOT_BASE=$(guest_snapshot_base "$GUEST_IMAGE")
+	export SHSTK_SNAPSHOT_BASE
+	emulator_build "$purpose"
+}
+
+# scripts/build/guest.sh for this arch, against the series' kernel headers
+# and tree whatever kernel this run boots.   build_guest ARGS...
+build_guest() {
+	SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" "$@"
+}
+
+# The guest image a post-boot snapshot boots (guest.sh --snapshot-base)
+# that goes with IMAGE: the one guest.sh made with IMAGE while it is still
+# the one there (its key, kept beside IMAGE, against the base's own), else
+# one made now.   guest_snapshot_base IMAGE
+guest_snapshot_base() {
+	local base=${1%/*}/snapshot-base.cpio.gz want have
+	if { read -r want <"$1.snapshot-base" && read -r have <"$base.key"; } 2>/dev/null &&
+		[ "$want" = "$have" ] && [ -f "$base" ]; then
+		echo "$base"
+		return 0
+	fi
+	build_guest --snapshot-base
+}
+
+# A user's PROG must be a static executable for $ARCH (after arch_vars):
+# checked before any long step, so a wrong one is named at once.
+#   prog_check PROG
+prog_check() {
+	local why
+	[ -f "$1" ] || die "PROG=$1 does not exist"
+	why=$(py "$SHSTK_TOP/scripts/build/elfcheck.py" "$1" "$ARCH" 2>&1) || die "$why"
+}
+
+# make in the kernel tree for the current arch (after arch_vars), out of
+# tree, with the table's compiler for the target and the host's for the
+# programs the build runs.
+# shellcheck disable=SC2153  # KARCH and ARCH_CC: set by arch_vars (arch_set)
+kmake() {
+	tb make -C "$SHSTK_SRC" O="$KBUILD_DIR" ARCH="$KARCH" \
+		CROSS_COMPILE="$CROSS_COMPILE" CC="$ARCH_CC" HOSTCC="$SHSTK_HOST_CC" "$@"
+}
+
+# VAR=(the command that builds the project's build of $EMU for $ARCH, the
+# one its backend declares in EMU_SOURCE_BUILD), empty for an emulator the
+# toolbox provides.  PURPOSE: "all" (every binary its runs may use: what
+# make test builds ahead), "run" or "gdb" (the one a run gdb attaches to
+# uses).  After emu_vars.
+#   emulator_build_command VAR [all|run|gdb]
+emulator_build_command() {
+	local -n _shstk_cmd=$1
+	local purpose=${2:-all}
+	_shstk_cmd=()
+	case "$EMU_SOURCE_BUILD" in
+	"") ;;
+	qemu) _shstk_cmd=("$SHSTK_TOP/scripts/build/qemu.sh" "$ARCH") ;;
+	bochs)
+		case "$purpose" in
+		all | run) _shstk_cmd=("$SHSTK_TOP/scripts/build/bochs.sh" "$purpose") ;;
+		gdb) _shstk_cmd=("$SHSTK_TOP/scripts/build/bochs.sh" gdbstub) ;;
+		*) die "emulator_build_command: no purpose '$purpose' (all, run or gdb)" ;;
+		esac
+		;;
+	*) die "$EMU's backend declares EMU_SOURCE_BUILD=$EMU_SOURCE_BUILD, which scripts/build has no build of" ;;
+	esac
+}
+
+# The emulator binary a run of PURPOSE (run or gdb) boots, built now if it
+# is missing or out of date, for scripts/vm/boot.sh: SHSTK_EMU_BIN (its
+# path, empty for the toolbox's own), SHSTK_EMU_DESCRIPTION (what it is,
+# for vm.json) and SHSTK_EMU_PURPOSE, exported.  A paused boot waits for its
+# gdbstub for a minute only, and a timed replay must not time a build.
+#   emulator_build [run|gdb]
+emulator_build() {
+	local cmd built
+	SHSTK_EMU_PURPOSE=${1:-run}
+	emulator_build_command cmd "$SHSTK_EMU_PURPOSE"
+	SHSTK_EMU_BIN='' SHSTK_EMU_DESCRIPTION=''
+	if [ "${#cmd[@]}" -gt 0 ]; then
+		built=$("${cmd[@]}") || die "building $EMU for $ARCH failed (${cmd[*]#"$SHSTK_TOP"/})"
+		SHSTK_EMU_BIN=${built%%$'\n'*}
+		SHSTK_EMU_DESCRIPTION=${built#*$'\n'}
+	fi
+	export SHSTK_EMU_BIN SHSTK_EMU_DESCRIPTION SHSTK_EMU_PURPOSE
+}

@@ -1,0 +1,273 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2153  # SHSTK_* and the arch variables: from core.sh, sourced first
+#
+# The VM layer's helpers (after core.sh): loading an emulator backend
+# (scripts/vm/emulators/), a VM paused for gdb, and the post-boot
+# snapshots every backend shares.  The VM layer boots, stops and snapshots
+# what it is given (build.sh build_boot makes it) and builds nothing.
+# Sourced, never run.
+
+# The emulator (after arch_vars): EMU, a backend in scripts/vm/emulators/
+# (default qemu), checked and loaded with what it declares for this arch
+# (emu_declare: see vm/emulators/qemu.sh), and EMU_OUT, the directory its logs
+# go to (out/<arch> for the default emulator, out/<arch>-<emu> for another,
+# so one never overwrites the other's).
+SHSTK_DEFAULT_EMU=qemu
+
+# The emulator backends there are, the default first.
+emulators() {
+	local f
+	echo "$SHSTK_DEFAULT_EMU"
+	for f in "$SHSTK_TOP"/scripts/vm/emulators/*.sh; do
+		f=$(basename "$f" .sh)
+		[ "$f" = "$SHSTK_DEFAULT_EMU" ] || echo "$f"
+	done
+}
+
+# EMU must name a backend in scripts/vm/emulators/; dies naming the ones
+# there are.   emu_check EMU
+emu_check() {
+	if [[ ! $1 =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$SHSTK_TOP/scripts/vm/emulators/$1.sh" ]; then
+		die "unknown EMU '$1' (use $(emulators | paste -sd' ' | sed 's/ / or /g'))"
+	fi
+}
+
+# The backends that emulate ARCH (their emu_declare accepts it).
+emulators_for() {
+	local e
+	for e in $(emulators); do
+		(arch_vars "$1" && emu_vars "$e") >/dev/null 2>&1 && echo "$e"
+	done
+}
+# shellcheck disable=SC2034  # used by the scripts that source this file
+emu_vars() {
+	EMU=${1:-$SHSTK_DEFAULT_EMU}
+	emu_check "$EMU"
+	# A backend's optional functions must not outlive it in a shell that
+	# sources several (make test).
+	unset -f emu_prepare
+	# shellcheck source=../vm/emulators/qemu.sh
+	. "$SHSTK_TOP/scripts/vm/emulators/$EMU.sh"
+	emu_declare
+	EMU_OUT=$ARCH_OUT
+	[ "$EMU" = "$SHSTK_DEFAULT_EMU" ] || EMU_OUT=$ARCH_OUT-$EMU
+}
+
+# A free TCP port on the loopback interface, for gdbstubs.
+free_port() {
+	py -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# The guest booted paused under the emulator's gdbstub on a free port, for
+# gdb: sets VM_PID and GDB_PORT.  Callers trap EXIT to stop_vm first.
+#   start_paused_vm EMU OUTDIR IMAGE TIMEOUT
+start_paused_vm() {
+	local emu=$1
+	shift
+	VM_QMP=
+	if [ "$EMU_QMP" = yes ]; then
+		VM_QMP=$(qmp_socket "$1")
+		rm -f "$VM_QMP"
+	fi
+	GDB_PORT=$(free_port)
+	GDB_PORT=$GDB_PORT "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$emu" "$KBUILD_DIR/$KIMAGE" "$2" \
+		"$1" "$3" >"$1/boot.log" 2>&1 &
+	VM_PID=$!
+	wait_listen "$GDB_PORT" 60 || die "the $emu gdbstub never listened on port $GDB_PORT (see $1/emulator.log)"
+	# A VM restored from a snapshot listens before it has loaded it.
+	[ -z "$VM_QMP" ] || py "$SHSTK_TOP/scripts/vm/qmp.py" wait-loaded "$VM_QMP" 60 ||
+		die "the $emu VM did not get ready for gdb (see $1/emulator.log)"
+}
+
+# Whether a process of the process group PGID still runs (a zombie does
+# not count).  pgrep -g selects by the group's id, not by a pattern.
+_shstk_group_alive() {
+	local p
+	for p in $(pgrep -g "$1" 2>/dev/null); do
+		! _shstk_pid_alive "$p" || return 0
+	done
+	return 1
+}
+
+# Stop what PID started in the process group it leads (GNU timeout makes
+# one for itself and its command): TERM, and KILL to what is left after 2
+# s.  Before PID leads a group of its own, PID alone gets the signals.
+# With --reaped (PID was waited for, so its number may be another's by
+# now) only a group that still has a process is signalled: a live member
+# keeps the group's id from being reused.
+#   stop_group [--reaped] PID
+stop_group() {
+	local reaped=''
+	[ "$1" != --reaped ] || { reaped=1; shift; }
+	if [ -n "$reaped" ]; then
+		_shstk_group_alive "$1" || return 0
+		kill -TERM -- "-$1" 2>/dev/null || true
+		poll_until_gone 2 _shstk_group_alive "$1" || kill -KILL -- "-$1" 2>/dev/null || true
+		return 0
+	fi
+	kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
+	poll_until_gone 2 _shstk_group_alive "$1" && ! _shstk_pid_alive "$1" && return 0
+	kill -KILL -- "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null || true
+}
+
+stop_vm() {
+	if [ -n "${VM_PID:-}" ]; then
+		kill -TERM "$VM_PID" 2>/dev/null || true
+		reap "$VM_PID"
+	fi
+	VM_PID=
+}
+
+# Post-boot snapshots (docs/boot.md), the parts every backend shares.  A
+# restored run boots nothing: its kernel's words of the command line are
+# the snapshot's, and what is its own comes after the restore (guest/init.sh
+# shstk.snapshot=).  Each backend says which of its runs it restores; none
+# when SHSTK_SNAPSHOT=0 (SHSTK_BOCHS_SNAPSHOT=0, its older name, for Bochs).
+snapshot_wanted() {
+	[ "${SHSTK_SNAPSHOT:-1}" != 0 ]
+}
+
+# snapshot_words CMDLINE: SNAPSHOT_KWORDS, the kernel's words (the
+# snapshot's), and SNAPSHOT_IWORDS, init's (shstk.* and the programs'
+# VAR=value settings, upper case), which the payload carries.  The words
+# init acts on before the snapshot point are the snapshot's: the bpftrace
+# scripts it attaches there, the command name they trace and the disk they
+# come from (guest/init.sh).
+snapshot_words() {
+	local word
+	SNAPSHOT_KWORDS='' SNAPSHOT_IWORDS=''
+	for word in $1; do
+		case "$word" in
+		shstk.trace=* | shstk.trace_comm=* | shstk.rootfs=*) SNAPSHOT_KWORDS+=" $word" ;;
+		shstk.* | [A-Z]*=*) SNAPSHOT_IWORDS+=" $word" ;;
+		*) SNAPSHOT_KWORDS+=" $word" ;;
+		esac
+	done
+	SNAPSHOT_KWORDS=${SNAPSHOT_KWORDS# } SNAPSHOT_IWORDS=${SNAPSHOT_IWORDS# }
+}
+
+# file_sha256 FILE: what "sha256sum <FILE" prints, kept in FILE.sha256 with
+# FILE's size, mtime and inode, and worked out again only when one of those
+# changes: a snapshot's key hashes the kernel at every restored run (x86's
+# stripped vmlinux, 23 MB: 65 ms of sha256sum; arm64's Image 40 ms).
+file_sha256() {
+	local id have sum
+	id=$(stat -c '%s %.9Y %i' "$1") || return 1
+	if { read -r have && read -r sum; } 2>/dev/null <"$1.sha256" && [ "$have" = "$id" ]; then
+		echo "$sum"
+		return 0
+	fi
+	sum=$(sha256sum <"$1") || return 1
+	# Where it cannot be kept it is only not kept.
+	{ printf '%s\n%s\n' "$id" "$sum" >"$1.sha256.$$" && mv -f "$1.sha256.$$" "$1.sha256"; } 2>/dev/null ||
+		rm -f "$1.sha256.$$"
+	echo "$sum"
+}
+
+# The guest image a post-boot snapshot boots: the one the entry script
+# built with this run's image and passed down (build.sh build_boot).
+#   snapshot_base VAR
+snapshot_base() {
+	[ -n "${SHSTK_SNAPSHOT_BASE:-}" ] ||
+		die "no snapshot base image (SHSTK_SNAPSHOT_BASE): the script that starts a boot builds it (build_boot)"
+	[ -f "$SHSTK_SNAPSHOT_BASE" ] || die "no snapshot base image $SHSTK_SNAPSHOT_BASE"
+	printf -v "$1" '%s' "$SHSTK_SNAPSHOT_BASE"
+}
+
+# snapshot_payload_cpio DIR BASE INITRD: the archive of what INITRD has
+# that BASE (the snapshot's image) has not, kept beside the snapshot DIR
+# by INITRD's hash (0.4-0.9 s to make).
+snapshot_payload_cpio() {
+	local cpio
+	cpio=$(file_sha256 "$3") || return 1
+	cpio=$1/payloads/${cpio:0:16}.cpio
+	if [ ! -f "$cpio" ]; then
+		mkdir -p "$1/payloads"
+		py "$SHSTK_TOP/scripts/vm/cpiodiff.py" "$2" "$3" "$cpio.$$" ||
+			die "making the snapshot payload from $3 failed"
+		mv "$cpio.$$" "$cpio"
+	fi
+	touch "$cpio"	# in use: see snapshot_prune
+	echo "$cpio"
+}
+
+# snapshot_prune DIR: a snapshot directory's siblings and payloads that no
+# run has used for a week go, with what failed attempts left, and all but
+# the 16 used last (each is 40-80 MB, and every kernel build makes new
+# ones; a run marks its snapshot used by touching it).
+snapshot_prune() {
+	local old
+	find "${1%/*}" -mindepth 1 -maxdepth 1 -mtime +7 -exec rm -rf {} + || true
+	find "${1%/*}" -mindepth 3 -maxdepth 3 -path '*/payloads/*' -mtime +7 -delete || true
+	# shellcheck disable=SC2012  # the names are hashes: no odd characters
+	old=$(ls -1dt "${1%/*}"/*/ 2>/dev/null | tail -n +17)
+	[ -z "$old" ] || xargs rm -rf <<<"$old"
+}
+
+# snapshot_make DIR WHAT DONE CONSOLE SAVE ARGS...: make WHAT's snapshot
+# DIR once, under a lock (two lanes of make test, or make fuzz's two VMs,
+# may want it at once), made aside and moved in whole, so a DIR/DONE is
+# always a complete snapshot.  SAVE TMP DIR ARGS... boots and saves into
+# TMP (it dies if it cannot); then the boot's console, TMP/CONSOLE, must
+# be clean.
+snapshot_make() {
+	local dir=$1 what=$2 done=$3 console=$4 save=$5 tmp=$1.new.$$ lock t0
+	shift 5
+	# Made already: a snapshot is moved in whole, so one there is complete.
+	[ ! -f "$dir/$done" ] || return 0
+	exec {lock}>"$dir.lock"
+	flock "$lock"
+	if [ ! -f "$dir/$done" ]; then
+		t0=$EPOCHREALTIME
+		msg "making the $what snapshot ${dir##*/} (a cold boot, saved once booted)"
+		rm -rf "$tmp"
+		mkdir -p "$tmp"
+		"$save" "$tmp" "$dir" "$@"
+		snapshot_check_boot "$tmp/$console"
+		rm -rf "$dir"
+		mv "$tmp" "$dir"
+		msg "made the $what snapshot ${dir##*/} in $(elapsed "$t0") s"
+		snapshot_prune "$dir"
+	fi
+	exec {lock}>&-
+}
+
+# snapshot_check_boot LOG: the snapshot's boot must be clean, since the
+# runs restored from it are judged on their own part of the console.
+snapshot_check_boot() {
+	local found
+	found=$(cd "$SHSTK_TOP" && py -m spec.console "$1") ||
+		die "the snapshot's boot is not clean ($1):" "$found"
+}
+
+# Where a paused VM's backend listens for QMP (EMU_QMP): qmp_socket OUTDIR
+qmp_socket() { echo "$1/qmp.sock"; }
+
+# What the gdb layer reads of the VM it attaches to (its session module):
+# the kernel, its gdb scripts, the guest program, the gdbstub's port and the
+# QMP socket, if any.  The emulator's gdb capabilities go along (after
+# emu_vars), so the gdb scripts ask them and never the emulator's name.
+#   export_gdb_env PROG
+export_gdb_env() {
+	export SHSTK_VMLINUX=$KBUILD_DIR/vmlinux SHSTK_GDB_SCRIPTS=$KBUILD_DIR/vmlinux-gdb.py
+	export SHSTK_PROG=$1 SHSTK_PORT=$GDB_PORT SHSTK_ARCH=$ARCH SHSTK_EMU=$EMU
+	export SHSTK_EMU_BREAKPOINTS=$EMU_BREAKPOINTS SHSTK_EMU_SSP_REGISTER=$EMU_SSP_REGISTER
+	export SHSTK_EMU_NO_SHSTK_WHY=$EMU_NO_SHSTK_WHY SHSTK_QMP=${VM_QMP:-}
+}
+
+# Wait until something listens on 127.0.0.1:PORT (read from /proc/net/tcp,
+# without connecting: a gdbstub takes one client).  wait_listen PORT SECONDS
+wait_listen() {
+	py - "$1" "$2" <<'PY'
+import sys, time
+port, deadline = int(sys.argv[1]), time.time() + float(sys.argv[2])
+while time.time() < deadline:
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state == "0A" and int(local.split(":")[1], 16) == port:
+                sys.exit(0)
+    time.sleep(0.1)
+sys.exit(1)
+PY
+}

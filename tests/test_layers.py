@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The layers call one way: build -> VM -> gdb and trace -> checks.
+
+scripts/lib/core.sh and spec/ are beneath every layer; scripts/build/ (with
+scripts/lib/build.sh) makes what a boot needs; scripts/vm/ (with
+scripts/lib/vm.sh) boots, stops and snapshots what it is given; checks/
+judges files.  Each rule here is a grep: a call against the flow fails it
+with the file and line.
+"""
+import ast
+import os
+import re
+import subprocess
+import unittest
+
+from tests.test_harness import TOP
+
+
+def tracked(*patterns):
+    out = subprocess.run(["git", "ls-files", "--", *patterns], cwd=TOP, capture_output=True,
+                         text=True, check=True).stdout
+    return [p for p in out.splitlines() if os.path.exists(os.path.join(TOP, p))]
+
+
+def grep(paths, pattern, code_only=False):
+    """(path:line, text) of every line of PATHS that PATTERN matches; with
+    CODE_ONLY, of the lines that are not comments."""
+    rx = re.compile(pattern)
+    hits = []
+    for p in paths:
+        with open(os.path.join(TOP, p), errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                if code_only and line.lstrip().startswith("#"):
+                    continue
+                if rx.search(line):
+                    hits.append((f"{p}:{n}", line.strip()))
+    return hits
+
+
+def calls(paths, functions, skip_definitions=False):
+    """Where PATHS call one of the shell FUNCTIONS: at the start of a
+    command, not in a comment, a message or a longer name."""
+    rx = r"(^|;|&&|\|\||\||\$\(|\bthen|\bdo|\belse|!|\{ )\s*(%s)\b(?!\(\))" % "|".join(functions)
+    return grep(paths, rx, code_only=True)
+
+
+def imported(path):
+    """The top-level package of every import in the Python file PATH."""
+    with open(os.path.join(TOP, path)) as f:
+        tree = ast.parse(f.read(), path)
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def shell_functions(path):
+    with open(os.path.join(TOP, path)) as f:
+        return re.findall(r"^([a-z][a-z0-9_]*)\(\) *\{", f.read(), re.M)
+
+
+# The project's own top-level Python packages and modules.
+PROJECT = {"checks", "spec", "config", "gdb", "shstk", "tests", "qmp", "scripts", "trace",
+           "newc", "mkinitramfs", "cpiodiff", "elfcheck", "series"}
+
+
+class ShellLayersTest(unittest.TestCase):
+    VM = tracked("scripts/vm/*.sh", "scripts/vm/emulators/*.sh", "scripts/lib/vm.sh")
+    BUILD = tracked("scripts/build/*.sh", "scripts/lib/build.sh")
+
+    def test_the_layers_are_there(self):
+        # A rule over no files would pass for ever.
+        self.assertGreaterEqual(len(self.VM), 4)
+        self.assertGreaterEqual(len(self.BUILD), 6)
+
+    def test_the_vm_layer_calls_no_build_gdb_or_checks(self):
+        # Not even a comment's path: the VM layer is told what to boot.
+        self.assertEqual(grep(self.VM, r"scripts/build|build/[a-z]+\.sh|checks\.|gdb/"), [])
+        self.assertEqual(grep(self.VM, r"^\s*(\.|source) .*lib/build\.sh"), [])
+
+    def test_the_build_layer_boots_nothing(self):
+        self.assertEqual(grep(self.BUILD, r"scripts/vm|vm/boot\.sh|lib/vm\.sh|gdb/|checks[./]",
+                              code_only=True), [])
+
+    def test_the_vm_layer_uses_no_build_helper(self):
+        helpers = shell_functions("scripts/lib/build.sh")
+        self.assertIn("build_boot", helpers)
+        self.assertEqual(calls(self.VM, helpers), [])
+        # The rule can fail: build.sh itself calls its helpers.
+        self.assertNotEqual(calls(["scripts/lib/build.sh"], helpers), [])
+
+    def test_core_holds_only_what_more_than_the_vm_layer_uses(self):
+        # A core helper whose only callers are in the VM layer belongs
+        # in scripts/lib/vm.sh.
+        others = [p for p in tracked("scripts/*", "scripts/*/*", "scripts/*/*/*", "Makefile")
+                  if p not in self.VM and not p.endswith((".py", ".md"))]
+        vm_only = [fn for fn in shell_functions("scripts/lib/core.sh")
+                   if not fn.startswith("_") and not calls(others, [fn])]
+        self.assertEqual(vm_only, [])
+
+
+class PythonLayersTest(unittest.TestCase):
+    def imports_of(self, pattern):
+        return {p: imported(p) & PROJECT for p in tracked(pattern)}
+
+    def test_spec_imports_nothing_of_the_project(self):
+        found = self.imports_of("spec/*.py")
+        self.assertGreaterEqual(len(found), 2)
+        self.assertEqual({p: i - {"spec"} for p, i in found.items() if i - {"spec"}}, {})
+
+    def test_checks_judge_files_only(self):
+        found = self.imports_of("checks/*.py")
+        self.assertGreaterEqual(len(found), 5)
+        self.assertEqual({p: i - {"checks", "spec", "config"} for p, i in found.items()
+                          if i - {"checks", "spec", "config"}}, {})
+
+    def test_the_vm_layers_python_imports_only_the_shared_libraries(self):
+        found = self.imports_of("scripts/vm/*.py")
+        self.assertIn("scripts/vm/qmp.py", found)
+        self.assertEqual(found["scripts/vm/cpiodiff.py"], {"newc"})
+        self.assertEqual({p: i - {"newc"} for p, i in found.items() if i - {"newc"}}, {})
+
+    def test_the_build_layers_python_boots_nothing(self):
+        found = self.imports_of("scripts/build/*.py")
+        self.assertIn("scripts/build/mkinitramfs.py", found)
+        allowed = {"newc", "spec", "config"}
+        self.assertEqual({p: i - allowed for p, i in found.items() if i - allowed}, {})
+
+
+if __name__ == "__main__":
+    unittest.main()
