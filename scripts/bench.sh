@@ -50,8 +50,8 @@ ratio() {
 }
 
 # Wall time in seconds of a command run $1 times: the median, or "failed"
-# (its output is in bench.log) if any run fails.  To two places: to one, a
-# restored boot's 0.9 and 0.95 s made 12.0x and 11.4x of virtme-ng's 10.8 s.
+# (its output is in bench.log) if any run fails.  To two places, because
+# a restored boot takes under a second and a ratio of it needs them.
 timed() {
 	local n=$1 i t0
 	shift

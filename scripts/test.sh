@@ -152,10 +152,10 @@ source_pid=$CHILD_PID
 run_step toolbox build scripts/tools/toolbox.sh
 # The bpftrace root filesystems and their disk images, all at once, beside
 # the steps until a trace step asks for one (it waits for the build under
-# way, or finds it made).  On a fresh cache each is a minute or two of the
-# network and the disk, which the trace steps spent waiting; at nice 19
-# they take little from the compilers (docs/pipeline.md).  On a warm cache
-# each finds its image current at once.
+# way, or finds it made), so that on a fresh cache no trace step waits for
+# the network and the disk; at nice 19 they take little from the
+# compilers (docs/pipeline.md).  On a warm cache each finds its image
+# current at once.
 rootfs_pids=()
 for a in "${arch_list[@]}"; do
 	start_child nice -n 19 scripts/build/rootfs.sh "$a" --disk >"$LOG/rootfs-$a.log" 2>&1

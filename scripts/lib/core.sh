@@ -243,13 +243,13 @@ deb_arches() {
 	} | awk '!seen[$0]++'
 }
 
-# The table, read once per shell into SHSTK_FACTS["ARCH KEY"] (scripts ask it
-# dozens of times, mostly from $(...) subshells, which inherit the array;
-# an awk per question cost a tenth of a second a step).  Read again if
-# SHSTK_ARCH_TABLE names another table (the harness's tests do that).  The
-# first script to read it hands it on to the scripts it starts, quoted in
-# the environment (SHSTK_FACTS_QUOTED, for the table SHSTK_FACTS_TABLE): an
-# eval instead of an awk and a loop, 12 ms of every script's start.
+# The table, read once per shell into SHSTK_FACTS["ARCH KEY"], because
+# scripts ask it dozens of times, mostly from $(...) subshells, which
+# inherit the array.  Read again if SHSTK_ARCH_TABLE names another table
+# (the harness's tests do that).  The first script to read it hands it on
+# to the scripts it starts, quoted in the environment (SHSTK_FACTS_QUOTED,
+# for the table SHSTK_FACTS_TABLE), since an eval is cheaper than an awk
+# and a loop at every script's start.
 declare -gA SHSTK_FACTS=()
 SHSTK_FACTS_FROM=
 load_arch_facts() {
@@ -352,9 +352,8 @@ tb() { "$SHSTK_TOP/scripts/tools/tb" "$@"; }
 
 # The host's Python for the harness's own scripts (checks/, the builders'
 # helpers): Debian's /usr/bin/python3, which .ci/run installs, not the first
-# python3 on PATH.  A version manager's shim there (pyenv's, on this
-# project's machines) took 0.36 s a call against 0.03 s, and a VM step makes
-# several.  SHSTK_PYTHON overrides.
+# python3 on PATH, because a version manager's shim there makes every call
+# many times slower and a VM step makes several.  SHSTK_PYTHON overrides.
 if [ -z "${SHSTK_PYTHON:-}" ]; then
 	SHSTK_PYTHON=python3
 	[ ! -x /usr/bin/python3 ] || SHSTK_PYTHON=/usr/bin/python3
@@ -375,7 +374,7 @@ _shstk_children=()
 # another script).  Bash sets an INT trap there all the same, and taking it
 # off again ("trap - INT") leaves INT at its default: the next Ctrl-C then
 # kills the script outright, its own INT trap unrun and its EXIT trap cut
-# short by the parent's TERM (a restored QEMU was left running so).  Its INT
+# short by the parent's TERM, which can leave its VM running.  Its INT
 # traps are for a script run in the foreground only: trap_int CMD (or -).
 _shstk_int_ignored=
 [ "$(trap -p INT)" != "trap -- '' SIGINT" ] || _shstk_int_ignored=1
@@ -420,9 +419,9 @@ poll_until_gone() {
 # never with wait: in a trap (SIGCHLD held back), bash 5.2 can collect a
 # child while waiting for a foreground command and leave it "Running" in
 # its job table, and a later "wait PID" then blocks until some other child
-# ends.  That left a VM step running for the whole guest run after CI's
-# timeout TERMed make test (tests/vm_harness.py).  A zombie is collected
-# at the latest when the script exits.
+# ends, which would keep a stopped VM step waiting for its whole guest run
+# (tests/vm_harness.py).  A zombie is collected at the latest when the
+# script exits.
 _shstk_pid_alive() {
 	local stat
 	# 2>/dev/null first: it must be in place when the < fails.

@@ -22,11 +22,11 @@
 #  - com1 is the console, com2 the results channel (/dev/ttyS1 in the guest).
 #  - clock sync=none, ips=100M: as fast as it goes.  The guest's clock is
 #    its TSC, which counts instructions: the CPU model declares 2419.2 MHz
-#    (CPUID 0x15), and Bochs runs some 100-250 million a second here, so a
-#    guest second took 10-25 s.  "tsc_early_khz=" on the kernel command
-#    line declares a tenth of that instead, which brings the guest's clock
-#    to about real time (0.8 of it in make run): timer ticks, timer signals
-#    and timeouts come as often per real second as on hardware.
+#    (CPUID 0x15), and Bochs runs a tenth of that or less, so a guest
+#    second would take ten real ones or more.  "tsc_early_khz=" on the
+#    kernel command line declares a tenth of it instead, which brings the
+#    guest's clock near real time: timer ticks, timer signals and timeouts
+#    come about as often per real second as on hardware.
 #  - Bochs exits 1 on power-off and on panic alike: checks/ reads the console.
 #  - one CPU, emulated on one host thread: make fuzz runs a VM per host CPU.
 #  - gdb: the gdbstub build matches breakpoints by address only, and gdb
@@ -40,7 +40,7 @@
 #  - With GDB_PORT the gdbstub is enabled: Bochs waits for gdb at power-on.
 #  - Every other run is restored from a post-boot snapshot (docs/boot.md):
 #    the boot to init's snapshot point (guest/init.sh shstk.snapshot=)
-#    takes about 8 s, the restore under 1 s.  The snapshot is made once per
+#    takes many times the restore (docs/boot.md).  The snapshot is made once per
 #    kernel, Bochs build, base guest image, configuration and disk set (the
 #    bpftrace disk or not: two snapshots, as a disk cannot be added at a
 #    restore and making one costs nothing for the runs without it), kept
@@ -69,11 +69,10 @@ emu_declare() {
 	# libata names the first disk sda (the CD-ROM on ata0-master is sr0).
 	EMU_ROOTFS_DEV=/dev/sda
 	# The XSAVE state stress (guest/xsave_integrity.c), 20 s elsewhere,
-	# runs 2 s with a twentieth of its usual spin between load and check:
-	# more rounds, switches and timer signals than its 1 s of the slow
-	# clock Bochs had before tsc_early_khz= (docs/boot.md), in a fifth of
-	# the time.  A later setting on the command line wins (make fuzz's
-	# XSAVE_SECONDS=).
+	# runs 2 s with a twentieth of its usual spin between load and check,
+	# because every guest second is dear on an interpreted CPU and a
+	# shorter spin still gives many rounds, switches and timer signals.  A
+	# later setting on the command line wins (make fuzz's XSAVE_SECONDS=).
 	EMU_CMDLINE="nopku tsc_early_khz=241920 SHSTK_XSAVE_SECONDS=2 SHSTK_XSAVE_SPIN=10000"
 }
 

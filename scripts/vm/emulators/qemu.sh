@@ -76,9 +76,9 @@
 #    them on a host thread each (MTTCG).  One under gdb: with two, a stop
 #    on one vCPU can come while the other is hitting a breakpoint too (any
 #    fork in the guest passes the scenario's kernel stops), and the stub
-#    then reported the first stop a second time on the next resume, the
-#    task not having moved (gdb-check failed once so, "entry -> entry").
-#    One vCPU means one stop at a time; the scenario needs no second CPU.
+#    can then report the first stop a second time on the next resume, the
+#    task not having moved.  One vCPU means one stop at a time; the
+#    scenario needs no second CPU.
 #  - the console goes to a file; test results go to a second channel (a
 #    virtio console, /dev/hvc0 in the guest) so kernel messages can never
 #    interleave with KTAP.
@@ -263,11 +263,10 @@ qemu_machine() {
 		esac
 		# A snapshot's machine: its payload port, and its memory in
 		# mapped-ram form, each page at its own offset of the file and a
-		# bitmap of the pages written.  A restore reads only those,
-		# where the stream form made it handle every page of the 1 GiB
-		# one by one, zero or not: the first program 0.43-0.48 s after
-		# QEMU's start instead of 0.53-0.96 s (x86_64, by hand,
-		# alternated).  Both sides need the capability.
+		# bitmap of the pages written, so that a restore reads only
+		# those where the stream form handles every page of the 1 GiB
+		# one by one, zero or not (docs/boot.md).  Both sides need the
+		# capability.
 		# shellcheck disable=SC2054  # commas inside QEMU option values
 		[ "$5" = none ] || EMU_CMD+=(-device virtserialport,chardev=payload,name=shstk.payload
 			-global migration.mapped-ram=on)
@@ -419,7 +418,8 @@ qemu_variant() {
 }
 
 # The version of the toolbox's QEMU binary PROG, asked once per toolbox (its
-# stamp) and toolbox setting, not at every boot: through tb it cost 0.3 s.
+# stamp) and toolbox setting, not at every boot, where asking through tb
+# would be a noticeable part of a restored run.
 stock_qemu_version() {
 	local prog=$1 cache=$SHSTK_CACHE/qemu/stock-$1.version stamp='' key have='' v=''
 	# Read with the shell's own read: three processes less at every boot.
