@@ -146,22 +146,12 @@ emu_declare() {
 	# The first virtio-blk disk.
 	EMU_ROOTFS_DEV=/dev/vda
 	EMU_CMDLINE=
-	# The arch's register, from config/arches.ini; x86's stock QEMU has none.
+	# What the arch's shadow stacks need of QEMU, from config/arches.ini:
+	# the variant that lacks them says why, and then shows no register.
 	arch_set EMU_SSP_REGISTER ssp_register
-	EMU_NO_SHSTK_WHY=
-	EMU_XSTATE_FORMAT=
-	if [ "$ARCH" = x86_64 ]; then
-		case "$QEMU_VARIANT" in
-		patched)
-			EMU_XSTATE_FORMAT=compacted
-			;;
-		*)
-			EMU_SSP_REGISTER=
-			EMU_NO_SHSTK_WHY="stock QEMU's TCG does not emulate CET (QEMU=patched does)"
-			EMU_XSTATE_FORMAT=standard
-			;;
-		esac
-	fi
+	arch_set EMU_NO_SHSTK_WHY "qemu_${QEMU_VARIANT}_no_shstk_why"
+	[ -z "$EMU_NO_SHSTK_WHY" ] || EMU_SSP_REGISTER=
+	arch_set EMU_XSTATE_FORMAT "qemu_${QEMU_VARIANT}_xstate_format"
 }
 
 # The image QEMU boots: config/arches.ini's qemu_kernel_image, beside the
@@ -188,7 +178,7 @@ qemu_kernel() {
 }
 
 emu_command() {
-	local image replay_append replay_options
+	local image replay_append
 	qemu_kernel image
 	if [ -n "${SHSTK_RR_MODE:-}" ]; then
 		# The recording and its replays boot the same command line.
@@ -201,22 +191,125 @@ emu_command() {
 		qemu_restore "$image"
 		return 0
 	fi
-	qemu_machine "$image" "$INITRD" "$KERNEL_CMDLINE" "$OUT" none
+	qemu_base "$image" "$INITRD" "$KERNEL_CMDLINE"
 	if [ -n "${SHSTK_RR_MODE:-}" ]; then
-		# shellcheck disable=SC2054  # commas inside QEMU option values
-		EMU_CMD+=(-icount "shift=auto,rr=$SHSTK_RR_MODE,rrfile=$SHSTK_RR_DIR/replay.bin,rrsnapshot=init"
-			-rtc clock=vm -drive "file=$(rr_snapshots),if=none,id=rr-snapshots,format=qcow2")
-		arch_fact_to replay_options "$ARCH" qemu_replay_options
-		read -ra replay_options <<<"$replay_options"
-		EMU_CMD+=("${replay_options[@]}")
+		qemu_rr_channel "$OUT"
+		qemu_rootfs
+		qemu_record_replay
+	else
+		qemu_channels "$OUT"
+		qemu_rootfs
+		qemu_gdb_devices
 	fi
 	qemu_gdb
 }
 
-# A paused VM for gdb (GDB_PORT): paused at its first instruction, or just
-# restored, until gdb continues it; with QMP beside the gdbstub, for
-# dump-guest-memory (qemu_machine adds the vmcoreinfo device).  Not on a
-# replay: it would not be the machine that was recorded.
+# The machine's builders, each adding one concern to EMU_CMD in the order
+# QEMU needs no particular one of; a cold boot, a snapshot's boot and a
+# restore call the same ones, so the machine a snapshot is restored into
+# is the one it was saved from.
+
+# qemu_base IMAGE INITRD CMDLINE: EMU_CMD, the machine (the arch's from
+# config/arches.ini, the emulator's CPUs) booting IMAGE with INITRD and
+# CMDLINE, with nothing attached yet.
+qemu_base() {
+	local machine cpu
+	arch_set machine qemu_machine
+	arch_set cpu qemu_cpu
+	EMU_CMD=("${QEMU_BIN[@]}" -M "$machine" -cpu "$cpu" -smp "$EMU_SMP" -m 1G
+		-kernel "$1" -initrd "$2" -append "$3"
+		-nodefaults -display none -monitor none -no-reboot)
+}
+
+# qemu_virtio VAR: the suffix of the arch's virtio devices: "pci" on a PCI
+# machine, "device" on virtio-mmio (config/arches.ini virtio).
+qemu_virtio() {
+	local transport
+	arch_set transport virtio
+	case "$transport" in
+	pci) printf -v "$1" pci ;;
+	mmio) printf -v "$1" device ;;
+	*) die "config/arches.ini: virtio for $ARCH must be pci or mmio" ;;
+	esac
+}
+
+# qemu_channels DIR: the console, appended to DIR/console.log (a restored
+# run's starts with its snapshot's boot), and the results channel, a virtio
+# console, to DIR/guest.out.
+qemu_channels() {
+	local virtio
+	qemu_virtio virtio
+	# shellcheck disable=SC2054  # commas inside QEMU option values
+	EMU_CMD+=(-chardev "file,id=console,path=$1/console.log,append=on" -serial chardev:console
+		-device "virtio-serial-$virtio"
+		-chardev "file,id=results,path=$1/guest.out"
+		-device virtconsole,chardev=results)
+}
+
+# qemu_rr_channel DIR: under record/replay the console and the results
+# share the serial line, written to both files: a replay that loads a
+# snapshot (reverse execution does) with a virtio-serial device never
+# ends, on either transport.
+qemu_rr_channel() {
+	# shellcheck disable=SC2054  # commas inside QEMU option values
+	EMU_CMD+=(-chardev "file,id=serial,path=$1/console.log,logfile=$1/guest.out"
+		-serial chardev:serial)
+}
+
+# qemu_payload_port [FILE]: the port a post-boot snapshot's guest reads
+# its payload from (guest/init.sh shstk.snapshot=port:shstk.payload),
+# sending FILE, or nothing for the boot a snapshot is saved from (a file
+# chardev without input-path: the guest's read waits, where on a null one
+# it would end at once).  And the snapshot's memory in mapped-ram form,
+# each page at its own offset of the file and a bitmap of the pages
+# written, so that a restore reads only those, where the stream form
+# handles every page of the 1 GiB one by one (docs/boot.md); the saving
+# and the restoring QEMU both need the capability.
+qemu_payload_port() {
+	local input=${1:+,input-path=$1}
+	# shellcheck disable=SC2054  # commas inside QEMU option values
+	EMU_CMD+=(-chardev "file,id=payload,path=/dev/null$input"
+		-device virtserialport,chardev=payload,name=shstk.payload
+		-global migration.mapped-ram=on)
+}
+
+# qemu_rootfs: the bpftrace root filesystem's disk image (SHSTK_ROOTFS,
+# scripts/lib/build.sh rootfs_disk), if this run has one, read-only: runs
+# side by side share it.
+qemu_rootfs() {
+	local virtio
+	[ -n "${SHSTK_ROOTFS:-}" ] || return 0
+	qemu_virtio virtio
+	# shellcheck disable=SC2054  # commas inside QEMU option values
+	EMU_CMD+=(-drive "file=$SHSTK_ROOTFS,format=raw,if=none,id=rootfs,readonly=on"
+		-device "virtio-blk-$virtio,drive=rootfs")
+}
+
+# qemu_gdb_devices: for gdb's memory dumps (a run gdb attaches to), the
+# device where the kernel (FW_CFG_SYSFS) says where its vmcoreinfo note
+# is, which QEMU then puts in the dump (QMP's dump-guest-memory).
+qemu_gdb_devices() {
+	[ -n "${GDB_PORT:-}" ] || return 0
+	EMU_CMD+=(-device vmcoreinfo)
+}
+
+# qemu_record_replay: record or replay (SHSTK_RR_MODE) into or from
+# SHSTK_RR_DIR under -icount, with the disk reverse execution keeps its
+# snapshots on and the arch's options for it (config/arches.ini).
+qemu_record_replay() {
+	local options
+	# shellcheck disable=SC2054  # commas inside QEMU option values
+	EMU_CMD+=(-icount "shift=auto,rr=$SHSTK_RR_MODE,rrfile=$SHSTK_RR_DIR/replay.bin,rrsnapshot=init"
+		-rtc clock=vm -drive "file=$(rr_snapshots),if=none,id=rr-snapshots,format=qcow2")
+	arch_fact_to options "$ARCH" qemu_replay_options
+	read -ra options <<<"$options"
+	EMU_CMD+=("${options[@]}")
+}
+
+# qemu_gdb: a paused VM for gdb (GDB_PORT): paused at its first
+# instruction, or just restored, until gdb continues it; with QMP beside
+# the gdbstub, for dump-guest-memory.  Not on a replay: it would not be
+# the machine that was recorded.
 qemu_gdb() {
 	[ -n "${GDB_PORT:-}" ] || return 0
 	EMU_CMD+=(-gdb "tcp:127.0.0.1:$GDB_PORT" -S)
@@ -224,74 +317,39 @@ qemu_gdb() {
 	[ -n "${SHSTK_RR_MODE:-}" ] || EMU_CMD+=(-qmp "unix:$(qmp_socket "$OUT"),server=on,wait=off")
 }
 
-# qemu_machine IMAGE INITRD CMDLINE DIR PAYLOAD: EMU_CMD, the machine that
-# boots IMAGE with INITRD and CMDLINE, its console and results channel in
-# DIR, and the payload port of a post-boot snapshot (guest/init.sh
-# shstk.snapshot=port:shstk.payload): "none" for no port, "" for a port
-# that sends nothing (the boot a snapshot is saved from), else the file it
-# sends (a restored run's payload).
-qemu_machine() {
-	local virtio machine cpu
-	# virtio devices: "-pci" on a PCI machine, "-device" on virtio-mmio.
-	arch_set virtio virtio
-	case "$virtio" in
-	pci) ;;
-	mmio) virtio=device ;;
-	*) die "config/arches.ini: virtio for $ARCH must be pci or mmio" ;;
-	esac
+# qemu_snapshot_machine IMAGE BASE KWORDS DIR [PAYLOAD]: the machine of a
+# post-boot snapshot, booting BASE with KWORDS, its channels in DIR, its
+# payload port sending PAYLOAD (a restored run) or nothing (the boot the
+# snapshot is saved from).
+qemu_snapshot_machine() {
+	qemu_base "$1" "$2" "$3"
+	qemu_channels "$4"
+	qemu_payload_port "${5:-}"
+	qemu_rootfs
+	qemu_gdb_devices
+}
+
+# qemu_snapshot_key IMAGE BASE KWORDS: what a post-boot snapshot depends
+# on, hashed: the backend's own text (every builder above), the QEMU
+# binary, the kernel and base images, the kernel's words, the machine's
+# facts and this run's devices (CPUs, the root filesystem's disk, gdb's
+# vmcoreinfo).
+qemu_snapshot_key() {
+	local key machine cpu transport
 	arch_set machine qemu_machine
 	arch_set cpu qemu_cpu
-	EMU_CMD=("${QEMU_BIN[@]}" -M "$machine" -cpu "$cpu" -smp "$EMU_SMP" -m 1G)
-	# shellcheck disable=SC2054  # commas inside QEMU option values
-	EMU_CMD+=(-kernel "$1" -initrd "$2" -append "$3"
-		-nodefaults -display none -monitor none -no-reboot)
-	if [ -z "${SHSTK_RR_MODE:-}" ]; then
-		# The console appends: a restored run's starts with its
-		# snapshot's boot (qemu_restore).
-		# shellcheck disable=SC2054  # commas inside QEMU option values
-		EMU_CMD+=(-chardev "file,id=console,path=$4/console.log,append=on" -serial chardev:console
-			-device "virtio-serial-$virtio"
-			-chardev "file,id=results,path=$4/guest.out"
-			-device virtconsole,chardev=results)
-		# shellcheck disable=SC2054  # commas inside QEMU option values
-		case "$5" in
-		none) ;;
-		# A file chardev without input-path: the guest's read waits (on a
-		# null one it ends at once).
-		"") EMU_CMD+=(-chardev file,id=payload,path=/dev/null) ;;
-		*) EMU_CMD+=(-chardev "file,id=payload,path=/dev/null,input-path=$5") ;;
-		esac
-		# A snapshot's machine: its payload port, and its memory in
-		# mapped-ram form, each page at its own offset of the file and a
-		# bitmap of the pages written, so that a restore reads only
-		# those where the stream form handles every page of the 1 GiB
-		# one by one, zero or not (docs/boot.md).  Both sides need the
-		# capability.
-		# shellcheck disable=SC2054  # commas inside QEMU option values
-		[ "$5" = none ] || EMU_CMD+=(-device virtserialport,chardev=payload,name=shstk.payload
-			-global migration.mapped-ram=on)
-	else
-		# A replay that loads a snapshot (reverse execution does) with a
-		# virtio-serial device never ends (QEMU 10.2 and 11.1, both
-		# transports): under record/replay the results share the serial
-		# line, and QEMU writes what it carries to both files.
-		# shellcheck disable=SC2054  # commas inside QEMU option values
-		EMU_CMD+=(-chardev "file,id=serial,path=$4/console.log,logfile=$4/guest.out"
-			-serial chardev:serial)
-	fi
-	if [ -n "${SHSTK_ROOTFS:-}" ]; then
-		# The bpftrace root filesystem's disk image (scripts/lib/build.sh rootfs_disk),
-		# read-only: runs side by side share it.
-		# shellcheck disable=SC2054  # commas inside QEMU option values
-		EMU_CMD+=(-drive "file=$SHSTK_ROOTFS,format=raw,if=none,id=rootfs,readonly=on"
-			-device "virtio-blk-$virtio,drive=rootfs")
-	fi
-	# For gdb's memory dumps (qemu_gdb): the device is where the kernel
-	# (FW_CFG_SYSFS) says where its vmcoreinfo note is, which QEMU then
-	# puts in the dump.
-	if [ -n "${GDB_PORT:-}" ] && [ -z "${SHSTK_RR_MODE:-}" ]; then
-		EMU_CMD+=(-device vmcoreinfo)
-	fi
+	arch_set transport virtio
+	key=$({
+		file_sha256 "$SHSTK_TOP/scripts/vm/emulators/qemu.sh"
+		echo "$EMU_DESCRIPTION"
+		file_sha256 "$1"
+		file_sha256 "$2"
+		echo "$3"
+		echo "$ARCH $machine $cpu $transport smp=$EMU_SMP gdb=${GDB_PORT:+yes}"
+		# The guest reads the disk before the save: the same one after.
+		[ -z "${SHSTK_ROOTFS:-}" ] || stat -c 'rootfs %s %Y' "$SHSTK_ROOTFS"
+	} | sha256sum)
+	echo "${key:0:16}"
 }
 
 # A run restored from the post-boot snapshot of the snapshot's guest image
@@ -307,16 +365,7 @@ qemu_restore() {
 	snapshot_words "$KERNEL_CMDLINE"
 	kwords="$SNAPSHOT_KWORDS shstk.snapshot=port:shstk.payload"
 	snapshot_base base
-	qemu_machine "$image" "$base" "$kwords" @DIR@ ""
-	key=$({
-		echo "$EMU_DESCRIPTION"
-		file_sha256 "$image"
-		file_sha256 "$base"
-		# The guest reads the disk before the save: the same one after.
-		[ -z "${SHSTK_ROOTFS:-}" ] || stat -c '%s %Y' "$SHSTK_ROOTFS"
-		printf '%s\n' "${EMU_CMD[@]}"
-	} | sha256sum)
-	key=${key:0:16}
+	key=$(qemu_snapshot_key "$image" "$base" "$kwords")
 	dir=$SHSTK_CACHE/qemu-snapshots/$key
 	[ -d "${dir%/*}" ] || mkdir -p "${dir%/*}"
 	# Each is the guest's memory once booted, some 50 MB.
@@ -331,7 +380,7 @@ qemu_restore() {
 		cat "$dir/console.log"
 		echo "shstk-lab: the host restored this boot from the QEMU snapshot $key"
 	} >"$OUT/console.log"
-	qemu_machine "$image" "$base" "$kwords" "$OUT" "$OUT/payload"
+	qemu_snapshot_machine "$image" "$base" "$kwords" "$OUT" "$OUT/payload"
 	EMU_CMD+=(-incoming "file:$dir/snapshot")
 	qemu_gdb
 	# shellcheck disable=SC2034  # read by vm/boot.sh
@@ -344,7 +393,7 @@ qemu_restore() {
 qemu_snapshot_save() {
 	local tmp=$1 pid saver rc=0 qemu_rc=0 why=
 	: >"$tmp/console.log"
-	qemu_machine "$3" "$4" "$5" "$tmp" ""
+	qemu_snapshot_machine "$3" "$4" "$5" "$tmp"
 	EMU_CMD+=(-qmp "unix:$tmp/qmp.sock,server=on,wait=off")
 	"$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "${EMU_CMD[@]}" </dev/null >"$tmp/emulator.log" 2>&1 &
 	pid=$!
