@@ -102,6 +102,32 @@ class ShellLayersTest(unittest.TestCase):
         self.assertEqual(vm_only, [])
 
 
+class HelperSignatureTest(unittest.TestCase):
+    """Every public helper of scripts/lib/ says how it is called, in the
+    comment above it ("#   NAME ARGS..."): a reader of a script need not
+    open the function to call it right."""
+
+    def test_every_public_helper_has_its_signature(self):
+        missing = []
+        for lib in tracked("scripts/lib/*.sh"):
+            with open(os.path.join(TOP, lib)) as f:
+                lines = f.read().split("\n")
+            for i, line in enumerate(lines):
+                m = re.match(r"([a-z][a-z0-9_]*)\(\) *\{", line)
+                if not m:
+                    continue
+                block = []
+                j = i - 1
+                # One-line definitions in a row share the comment above them.
+                while j >= 0 and (lines[j].startswith("#") or re.match(r"[a-z_]+\(\) *\{.*\}$", lines[j])):
+                    block.append(lines[j])
+                    j -= 1
+                if not any(re.match(r"#\s+(.*; )?%s\b" % m.group(1), b) or
+                           re.search(r"\b%s [A-Z\[]" % m.group(1), b) for b in block):
+                    missing.append(f"{lib}:{i + 1} {m.group(1)}")
+        self.assertEqual(missing, [])
+
+
 class PythonLayersTest(unittest.TestCase):
     def imports_of(self, pattern):
         return {p: imported(p) & PROJECT for p in tracked(pattern)}

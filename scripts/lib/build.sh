@@ -70,6 +70,7 @@ build_checked() {
 	[ -n "${SHSTK_CHECKED_BUILDS:-}" ] && [ -e "$1" ] &&
 		grep -qxF -- "$1" "$SHSTK_CHECKED_BUILDS" 2>/dev/null
 }
+#   build_checked OUTPUT; build_current OUTPUT
 build_current() {
 	[ -z "${SHSTK_CHECKED_BUILDS:-}" ] || echo "$1" >>"$SHSTK_CHECKED_BUILDS"
 }
@@ -180,6 +181,7 @@ prog_check() {
 # make in the kernel tree for the current arch (after arch_vars), out of
 # tree, with the table's compiler for the target and the host's for the
 # programs the build runs.
+#   kmake MAKE-ARGS...
 # shellcheck disable=SC2153  # KARCH and ARCH_CC: set by arch_vars (arch_set)
 kmake() {
 	tb make -C "$SHSTK_SRC" O="$KBUILD_DIR" ARCH="$KARCH" \

@@ -80,6 +80,9 @@ case "$0" in
 	;;
 esac
 
+# Messages on stderr, each named by its script: progress, a warning, and
+# the reason a script stops (then it exits 1).
+#   msg TEXT...; warn TEXT...; die TEXT...
 msg()  { printf '[%s] %s\n' "$_shstk_prog" "$*" >&2; }
 warn() { printf '[%s] warning: %s\n' "$_shstk_prog" "$*" >&2; }
 die()  { _shstk_stopped "$*"; exit 1; }
@@ -136,6 +139,7 @@ trap '_shstk_failed "$?" "${PIPESTATUS[*]}" "$BASH_COMMAND" "$LINENO"' ERR
 # the host's own tools, and root, which the toolbox's debootstrap and
 # chroot need unless every tool comes from the host (scripts/tools/tb;
 # the bpftrace root filesystem's debootstrap needs root either way).
+#   host_check
 host_check() {
 	local t lacking=()
 	[ -z "${SHSTK_HOST_CHECKED:-}" ] || return 0
@@ -222,6 +226,7 @@ SHSTK_HOST_CXX=g++-14
 
 # The supported architectures of the table, in its order; with --all, also
 # the ones in progress (status: usable with ARCH= only).
+#   arch_names [--all]
 arch_names() {
 	local a status
 	[ -r "$SHSTK_ARCH_TABLE" ] || die "$SHSTK_ARCH_TABLE is missing"
@@ -233,6 +238,7 @@ arch_names() {
 }
 
 # Every arch's Debian architecture, the host's (amd64) first.
+#   deb_arches
 deb_arches() {
 	local a
 	{
@@ -252,6 +258,7 @@ deb_arches() {
 # and a loop at every script's start.
 declare -gA SHSTK_FACTS=()
 SHSTK_FACTS_FROM=
+#   load_arch_facts
 load_arch_facts() {
 	local k v
 	SHSTK_FACTS=()
@@ -320,6 +327,7 @@ arch_set() { arch_fact_to "$1" "$ARCH" "$2"; }
 
 # The facts about ARCH every script uses, as variables; the rest through
 # arch_fact.
+#   arch_vars [ARCH]
 # shellcheck disable=SC2034  # used by the scripts that source this file
 arch_vars() {
 	arch_resolve ARCH "${1:-}"
@@ -348,6 +356,7 @@ arch_vars() {
 
 # Run a tool from the toolbox (or the host, when it is new enough).  Every
 # script calls tools through this, so none of them knows which one it got.
+#   tb TOOL ARGS...
 tb() { "$SHSTK_TOP/scripts/tools/tb" "$@"; }
 
 # The host's Python for the harness's own scripts (checks/, the builders'
@@ -358,6 +367,7 @@ if [ -z "${SHSTK_PYTHON:-}" ]; then
 	SHSTK_PYTHON=python3
 	[ ! -x /usr/bin/python3 ] || SHSTK_PYTHON=/usr/bin/python3
 fi
+#   py ARGS...
 py() { "$SHSTK_PYTHON" "$@"; }
 
 # Children that a TERM or INT to this script must stop: a VM boot, gdb, the
@@ -378,6 +388,7 @@ _shstk_children=()
 # traps are for a script run in the foreground only: trap_int CMD (or -).
 _shstk_int_ignored=
 [ "$(trap -p INT)" != "trap -- '' SIGINT" ] || _shstk_int_ignored=1
+#   trap_int CMD|-
 trap_int() {
 	# shellcheck disable=SC2064  # CMD is the trap's text, given as such
 	[ -n "$_shstk_int_ignored" ] || trap "$1" INT
@@ -398,7 +409,7 @@ _shstk_stop_children() {
 		seen[$p]=1
 		kill -TERM "$p" 2>/dev/null || true
 	done
-	for p in "${!seen[@]}"; do reap "$p"; done
+	for p in "${!seen[@]}"; do wait_pid_gone "$p"; done
 	exit "$status"
 }
 
@@ -433,7 +444,8 @@ _shstk_pid_alive() {
 
 # Wait until the signalled child PID is gone (at most 15 s: a VM's own
 # cleanup takes a few).  Neither wait nor kill -0: see _shstk_pid_alive.
-reap() {
+#   wait_pid_gone PID
+wait_pid_gone() {
 	poll_until_gone 15 _shstk_pid_alive "$1" || warn "pid $1 still running 15 s after its TERM"
 }
 
@@ -442,6 +454,7 @@ reap() {
 # they are gone.  gdb acts on a TERM only at its next check, which can be
 # seconds away while it loads a kernel's symbols: a script that exits at
 # once leaves it running.
+#   stop_own_children
 stop_own_children() {
 	pkill -TERM -P $$ 2>/dev/null || true
 	poll_until_gone 15 pgrep -P $$ >/dev/null ||
@@ -452,6 +465,7 @@ stop_own_children() {
 # once: further TERMs and INTs are ignored from then on, so that one coming
 # while the EXIT trap stops a VM cannot end that trap half way (a parent
 # and a user may both signal; an EXIT trap cut short leaves the VM).
+#   exit_on_signals
 exit_on_signals() {
 	trap '_shstk_signalled 143 "stopped (TERM)"' TERM
 	trap_int '_shstk_signalled 130 interrupted'
@@ -468,6 +482,7 @@ _shstk_signalled() {
 # its pid is CHILD_PID.  Redirections given to start_child apply to CMD.
 # CMD is a program, never a shell function: a function runs in a forked
 # subshell, whose death on TERM would leave the program it started.
+#   start_child CMD ARGS...
 start_child() {
 	# The script's own traps, put back by wait_children.
 	[ "${#_shstk_children[@]}" -gt 0 ] || _shstk_saved_traps=$(trap -p TERM INT)
@@ -481,6 +496,7 @@ start_child() {
 # Wait for every child start_child started; returns the last non-zero
 # status among them (0 if all succeeded).  The script's own TERM and INT
 # traps, if it had any, are back afterwards.
+#   wait_children
 wait_children() {
 	local p st rc=0
 	for p in "${_shstk_children[@]}"; do
@@ -498,6 +514,7 @@ wait_children() {
 # Wait for one child that start_child started, and forget it, while the
 # others go on (and are still stopped on TERM or INT); returns its status.
 # The script's own traps are back once it has no children left.
+#   wait_child PID
 wait_child() {
 	local p st=0 kept=()
 	wait "$1" || st=$?

@@ -15,6 +15,7 @@
 SHSTK_DEFAULT_EMU=qemu
 
 # The emulator backends there are, the default first.
+#   emulators
 emulators() {
 	local f
 	echo "$SHSTK_DEFAULT_EMU"
@@ -33,12 +34,14 @@ emu_check() {
 }
 
 # The backends that emulate ARCH (their emu_declare accepts it).
+#   emulators_for ARCH
 emulators_for() {
 	local e
 	for e in $(emulators); do
 		(arch_vars "$1" && emu_vars "$e") >/dev/null 2>&1 && echo "$e"
 	done
 }
+#   emu_vars [EMU]
 # shellcheck disable=SC2034  # used by the scripts that source this file
 emu_vars() {
 	EMU=${1:-$SHSTK_DEFAULT_EMU}
@@ -54,6 +57,7 @@ emu_vars() {
 }
 
 # A free TCP port on the loopback interface, for gdbstubs.
+#   free_port
 free_port() {
 	py -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -110,10 +114,11 @@ stop_group() {
 	kill -KILL -- "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null || true
 }
 
+#   stop_vm
 stop_vm() {
 	if [ -n "${VM_PID:-}" ]; then
 		kill -TERM "$VM_PID" 2>/dev/null || true
-		reap "$VM_PID"
+		wait_pid_gone "$VM_PID"
 	fi
 	VM_PID=
 }
@@ -123,6 +128,7 @@ stop_vm() {
 # the snapshot's, and what is its own comes after the restore (guest/init.sh
 # shstk.snapshot=).  Each backend says which of its runs it restores; none
 # when SHSTK_SNAPSHOT=0 (SHSTK_BOCHS_SNAPSHOT=0, its older name, for Bochs).
+#   snapshot_wanted
 snapshot_wanted() {
 	[ "${SHSTK_SNAPSHOT:-1}" != 0 ]
 }
