@@ -11,12 +11,8 @@
 #       directories of their own, incrementally, and boot the clone3
 #       selftest on the last, which is the tree make run builds
 set -euo pipefail
-# shellcheck source=lib/core.sh
-. "$(dirname "$0")/lib/core.sh"
-# shellcheck source=lib/build.sh
-. "$SHSTK_TOP/scripts/lib/build.sh"
-# shellcheck source=lib/vm.sh
-. "$SHSTK_TOP/scripts/lib/vm.sh"
+# shellcheck source=lib/entry.sh
+. "$(dirname "$0")/lib/entry.sh"
 host_check
 bisect=
 case "${1:-}" in

@@ -13,12 +13,8 @@
 #
 #   scripts/cover-letter.sh [VERSION]     the version to send as (default 24)
 set -euo pipefail
-# shellcheck source=lib/core.sh
-. "$(dirname "$0")/lib/core.sh"
-# shellcheck source=lib/build.sh
-. "$SHSTK_TOP/scripts/lib/build.sh"
-# shellcheck source=lib/vm.sh
-. "$SHSTK_TOP/scripts/lib/vm.sh"
+# shellcheck source=lib/entry.sh
+. "$(dirname "$0")/lib/entry.sh"
 host_check
 
 version=${1:-}

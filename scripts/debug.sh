@@ -10,12 +10,8 @@
 # Quitting gdb ends QEMU; nothing is left running.  With stdin closed, gdb
 # reaches the copy_thread stop, prints it and quits (a smoke test).
 set -euo pipefail
-# shellcheck source=lib/core.sh
-. "$(dirname "$0")/lib/core.sh"
-# shellcheck source=lib/build.sh
-. "$SHSTK_TOP/scripts/lib/build.sh"
-# shellcheck source=lib/vm.sh
-. "$SHSTK_TOP/scripts/lib/vm.sh"
+# shellcheck source=lib/entry.sh
+. "$(dirname "$0")/lib/entry.sh"
 
 host_check
 arch_vars "${1:-}"

@@ -16,12 +16,8 @@
 # kmemleak report in the console log.  Results in out/<arch>[-emu]/fuzz/:
 # vmN/ per VM, results.json for the run.
 set -euo pipefail
-# shellcheck source=lib/core.sh
-. "$(dirname "$0")/lib/core.sh"
-# shellcheck source=lib/build.sh
-. "$SHSTK_TOP/scripts/lib/build.sh"
-# shellcheck source=lib/vm.sh
-. "$SHSTK_TOP/scripts/lib/vm.sh"
+# shellcheck source=lib/entry.sh
+. "$(dirname "$0")/lib/entry.sh"
 
 host_check
 export SHSTK_KCONFIG_VARIANT=${KCONFIG-debug}

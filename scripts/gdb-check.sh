@@ -9,12 +9,8 @@
 #
 # Leaves out/<arch>/gdb/: gdb-steps.jsonl, gdb.log, console.log, guest.out.
 set -euo pipefail
-# shellcheck source=lib/core.sh
-. "$(dirname "$0")/lib/core.sh"
-# shellcheck source=lib/build.sh
-. "$SHSTK_TOP/scripts/lib/build.sh"
-# shellcheck source=lib/vm.sh
-. "$SHSTK_TOP/scripts/lib/vm.sh"
+# shellcheck source=lib/entry.sh
+. "$(dirname "$0")/lib/entry.sh"
 
 host_check
 arch_vars "${1:-}"

@@ -8,12 +8,8 @@
 # kernel series has its own step, check-series.sh).  KTAP, one line per
 # check.
 set -euo pipefail
-# shellcheck source=lib/core.sh
-. "$(dirname "$0")/lib/core.sh"
-# shellcheck source=lib/build.sh
-. "$SHSTK_TOP/scripts/lib/build.sh"
-# shellcheck source=lib/vm.sh
-. "$SHSTK_TOP/scripts/lib/vm.sh"
+# shellcheck source=lib/entry.sh
+. "$(dirname "$0")/lib/entry.sh"
 cd "$SHSTK_TOP"
 
 mapfile -t shells < <(git ls-files '*.sh' scripts/tools/tb scripts/tools/apt-local .ci/run | sort -u)

@@ -22,12 +22,8 @@
 # replay (stops-1/, stops-2/, reverse/, or gdb/ for the interactive one)
 # with gdb's log, its step log and the replayed console.
 set -euo pipefail
-# shellcheck source=lib/core.sh
-. "$(dirname "$0")/lib/core.sh"
-# shellcheck source=lib/build.sh
-. "$SHSTK_TOP/scripts/lib/build.sh"
-# shellcheck source=lib/vm.sh
-. "$SHSTK_TOP/scripts/lib/vm.sh"
+# shellcheck source=lib/entry.sh
+. "$(dirname "$0")/lib/entry.sh"
 host_check
 check=
 if [ "${1:-}" = --check ]; then

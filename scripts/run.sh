@@ -12,12 +12,8 @@
 #   XSAVE_SECONDS=N  how long the suite's XSAVE state stress runs on x86
 #                    (guest seconds; each emulator has its own default)
 set -euo pipefail
-# shellcheck source=lib/core.sh
-. "$(dirname "$0")/lib/core.sh"
-# shellcheck source=lib/build.sh
-. "$SHSTK_TOP/scripts/lib/build.sh"
-# shellcheck source=lib/vm.sh
-. "$SHSTK_TOP/scripts/lib/vm.sh"
+# shellcheck source=lib/entry.sh
+. "$(dirname "$0")/lib/entry.sh"
 
 host_check
 mode=${1:?run or smoke}

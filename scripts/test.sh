@@ -24,12 +24,8 @@
 #   scripts/test.sh [ARCH]
 #   scripts/test.sh --steps ARCH EMU   (one emulator's VM steps: the side lane)
 set -euo pipefail
-# shellcheck source=lib/core.sh
-. "$(dirname "$0")/lib/core.sh"
-# shellcheck source=lib/build.sh
-. "$SHSTK_TOP/scripts/lib/build.sh"
-# shellcheck source=lib/vm.sh
-. "$SHSTK_TOP/scripts/lib/vm.sh"
+# shellcheck source=lib/entry.sh
+. "$(dirname "$0")/lib/entry.sh"
 host_check
 
 LOG=$SHSTK_OUT/test$SHSTK_SERIES_SUFFIX

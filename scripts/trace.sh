@@ -11,12 +11,8 @@
 # (default: every script in trace/).  Leaves out/<arch>[-bochs]/trace/
 # (console.log, guest.out) and out/<arch>[-bochs]/trace-SCRIPT.log each.
 set -euo pipefail
-# shellcheck source=lib/core.sh
-. "$(dirname "$0")/lib/core.sh"
-# shellcheck source=lib/build.sh
-. "$SHSTK_TOP/scripts/lib/build.sh"
-# shellcheck source=lib/vm.sh
-. "$SHSTK_TOP/scripts/lib/vm.sh"
+# shellcheck source=lib/entry.sh
+. "$(dirname "$0")/lib/entry.sh"
 
 host_check
 arch_vars "${1:-}"
