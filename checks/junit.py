@@ -109,11 +109,7 @@ def make_test_suites(logdir, steps):
 
     suites, own = [], []
     for name, kind, rc in steps:
-        try:
-            with open(os.path.join(logdir, name + ".log"), errors="replace") as f:
-                text = f.read()
-        except OSError:
-            text = ""
+        text = summary.step_log(logdir, name)
         run_file = os.path.join(kind.split(":", 1)[1], "results.junit.xml") \
             if kind.startswith("results:") else None
         if run_file and os.path.exists(run_file):

@@ -116,6 +116,16 @@ def parse_args(argv):
     return args.logdir, steps
 
 
+def step_log(logdir, name):
+    """The text of step @name's log in @logdir; "" if it left none (a step
+    that died before it wrote one is judged by its exit status)."""
+    try:
+        with open(os.path.join(logdir, name + ".log"), errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def main(argv):
     logdir, steps = parse_args(argv[1:])
     total = [0, 0, 0]
@@ -124,11 +134,7 @@ def main(argv):
     width = max([len("step")] + [len(n) for n, _, _ in steps])
     print(f"{'step':<{width}} {'passed':>7} {'failed':>7} {'skipped':>8}  exit")
     for name, kind, rc in steps:
-        try:
-            with open(os.path.join(logdir, name + ".log"), errors="replace") as f:
-                text = f.read()
-        except OSError:
-            text = ""
+        text = step_log(logdir, name)
         if kind == "unittest":
             p, f_, s = count_unittest(text)
         elif kind == "ktap":

@@ -1,27 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0
 """checks/evidence.py: a cover letter's evidence comes only from runs of
 exactly the series it sends."""
-import json
-import os
-import tempfile
 import unittest
 
 from checks import evidence
+from tests.scratch import ScratchDirTest
 
 H = "0123456789abcdef"
 
 
-class EvidenceTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        self.out = self.tmp.name
-
-    def write(self, path, data):
-        path = os.path.join(self.out, path)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(data if isinstance(data, str) else json.dumps(data))
+class EvidenceTest(ScratchDirTest):
 
     def run_dir(self, name, arch, series_hash, edits=False, emu="qemu"):
         vm = {"arch": arch, "emu": emu, "series_hash": series_hash, "local_edits": edits}
@@ -35,27 +23,27 @@ class EvidenceTest(unittest.TestCase):
     def test_a_run_of_the_series_is_evidence(self):
         self.run_dir("x86_64", "x86_64", H)
         self.run_dir("x86_64-bochs", "x86_64", H, emu="bochs")
-        rows = dict(((r[0], r[1]), r[2:]) for r in evidence.rows(self.out, H))
+        rows = dict(((r[0], r[1]), r[2:]) for r in evidence.rows(self.dir, H))
         self.assertEqual(rows[("x86_64", "qemu")], ("96/0/9", "31/0/0", "seed 0x1234, 2000 calls"))
         self.assertEqual(rows[("x86_64", "bochs")][0], "96/0/9")
 
     def test_another_series_or_local_edits_are_not(self):
         self.run_dir("arm64", "arm64", "fedcba9876543210")
         self.run_dir("riscv64", "riscv64", H, edits=True)
-        self.assertEqual(evidence.rows(self.out, H), [])
-        self.assertEqual(len(evidence.rows(self.out, "fedcba9876543210")), 1)
+        self.assertEqual(evidence.rows(self.dir, H), [])
+        self.assertEqual(len(evidence.rows(self.dir, "fedcba9876543210")), 1)
 
     def test_a_failed_fuzz_run_is_shown_failed(self):
         self.run_dir("arm64", "arm64", H)
         self.write("arm64/fuzz/vm0/results.json",
                    {"vm": {"arch": "arm64", "series_hash": H}, "failed": 1})
-        self.assertEqual(evidence.rows(self.out, H)[0][4], "seed 0x1234, 2000 calls: FAILED")
+        self.assertEqual(evidence.rows(self.dir, H)[0][4], "seed 0x1234, 2000 calls: FAILED")
 
     def test_a_series_tag_picks_its_own_directories(self):
         self.run_dir("x86_64", "x86_64", H)
         self.run_dir("x86_64-v23-1e53c1d0", "x86_64", H)
-        self.assertEqual(len(evidence.rows(self.out, H, "v23-1e53c1d0")), 1)
-        self.assertEqual(len(evidence.rows(self.out, H)), 1)
+        self.assertEqual(len(evidence.rows(self.dir, H, "v23-1e53c1d0")), 1)
+        self.assertEqual(len(evidence.rows(self.dir, H)), 1)
 
 
 if __name__ == "__main__":

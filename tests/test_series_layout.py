@@ -4,9 +4,9 @@ series (a folder, an mbox, an overlay of the project's for its version)."""
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
+from tests.scratch import ScratchDirTest
 from tests.test_harness import TOP
 
 sys.path.insert(0, os.path.join(TOP, "scripts", "build"))
@@ -20,18 +20,7 @@ def mail(subject, body="text\n"):
             "---\ndiff --git a/f b/f\n").encode()
 
 
-class SeriesLayoutTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-        self.dir = self.tmp.name
-
-    def write(self, name, data):
-        path = os.path.join(self.dir, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(data)
-        return path
+class SeriesLayoutTest(ScratchDirTest):
 
     def layout(self, source, overlays=None):
         out = os.path.join(self.dir, "out")
