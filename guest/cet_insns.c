@@ -12,7 +12,8 @@
  * Each case runs in a child of its own that enables shadow stacks first,
  * so that a fault ends only that child: the case's result is the child's
  * exit status, or 100 + si_code for SIGSEGV and 200 for SIGILL, caught by
- * a handler that exits at once.
+ * a handler that exits at once.  A case says which it must be with
+ * .exit_status (CASE(), lib/case.h), 0 if none is given.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +27,7 @@
 
 #include "lib/shstk.h"
 #include "lib/ktap.h"
+#include "lib/case.h"
 
 #if !defined(__x86_64__)
 #error "cet_insns tests x86 CET instructions: build it for x86_64 only (guest/tests.list)"
@@ -33,27 +35,11 @@
 
 bool shstk_enabled;
 
-#define ARCH_SHSTK_WRSS		(1ULL << 1)
 #define EXIT_SEGV(code)		(100 + (code))
 #define EXIT_SIGILL		200
 #define EXIT_NO_ENABLE		250
 #define SHSTK_SIZE		4096UL
 #define DEPTH			2000
-
-#define CHECK(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			ktap_diag("FAILED: %s (line %d)", #cond, __LINE__); \
-			return 1;					\
-		}							\
-	} while (0)
-
-struct insn_case {
-	const char *name;
-	int (*run)(void);
-	int want;		/* the child's exit status */
-	bool shstk;		/* runs with shadow stacks enabled */
-};
 
 static volatile uint64_t handler_ssp;
 
@@ -68,7 +54,7 @@ static void on_usr1(int sig)
 }
 
 /* RDSSP is a NOP without shadow stacks: the register keeps its value. */
-static int rdssp_nop_without_shstk(void)
+CASE(rdssp_nop_without_shstk)
 {
 	CHECK(read_ssp() == 0);
 	return 0;
@@ -80,7 +66,7 @@ static __attribute__((noipa)) uint64_t callee_ssp(void)
 }
 
 /* SSP is 8-byte aligned, and a CALL pushes one 8-byte entry. */
-static int rdssp_reads_the_ssp(void)
+CASE(rdssp_reads_the_ssp, .needs_shstk = true)
 {
 	uint64_t ssp = read_ssp();
 	uint64_t inner = callee_ssp();
@@ -104,7 +90,7 @@ static __attribute__((noipa)) long dive(int depth, uint64_t expect)
 }
 
 /* Each level of a deep recursion is one entry, and every RET matches. */
-static int call_ret_deep_recursion(void)
+CASE(call_ret_deep_recursion, .needs_shstk = true)
 {
 	uint64_t ssp = read_ssp();
 
@@ -114,24 +100,14 @@ static int call_ret_deep_recursion(void)
 }
 
 /* A RET to an address the shadow stack does not hold: #CP, SEGV_CPERR. */
-void cet_forged_return(void);
-asm (".pushsection .text\n"
-	".globl cet_forged_return\n"
-	"cet_forged_return:\n"
-	"	lea 1f(%rip), %rax\n"
-	"	mov %rax, (%rsp)\n"
-	"	ret\n"
-	"1:	ud2\n"
-	".popsection\n");
-
-static int forged_return(void)
+CASE(forged_return_cperr, .needs_shstk = true, .exit_status = EXIT_SEGV(SEGV_CPERR))
 {
-	cet_forged_return();
+	shstk_forged_return();
 	return 1;
 }
 
 /* An ordinary store to a shadow stack page: a write fault, SEGV_ACCERR. */
-static int ordinary_write(void)
+CASE(ordinary_write_to_shstk_accerr, .needs_shstk = true, .exit_status = EXIT_SEGV(SEGV_ACCERR))
 {
 	*(volatile uint64_t *)read_ssp() = 0;
 	return 1;
@@ -142,7 +118,7 @@ static int ordinary_write(void)
  * with WRSS enabled, so that the #UD is the control bit's and not that of
  * an emulator without WRSS at all.
  */
-static int wrss_not_enabled(void)
+CASE(wrss_not_enabled_sigill, .needs_shstk = true, .exit_status = EXIT_SIGILL)
 {
 	long base = map_shadow_stack(0, SHSTK_SIZE, 0);
 
@@ -156,7 +132,7 @@ static int wrss_not_enabled(void)
 }
 
 /* WRSS once the kernel enabled it: the word changes, a normal load sees it. */
-static int wrss_enabled(void)
+CASE(wrss_enabled_writes, .needs_shstk = true)
 {
 	long base = map_shadow_stack(0, SHSTK_SIZE, 0);
 	uint64_t val = 0x5a5a5a5a12345678ULL;
@@ -173,7 +149,7 @@ static int wrss_enabled(void)
  * own address) pushes nothing to the shadow stack.  The stack pointer moves
  * below the red zone first, which the call would otherwise overwrite.
  */
-static int call_next_instruction(void)
+CASE(call_next_instruction_no_push, .needs_shstk = true)
 {
 	uint64_t before = read_ssp(), after = 0;
 
@@ -191,7 +167,7 @@ static int call_next_instruction(void)
  * INCSSP pops entries: a CALL whose return address is dropped from both
  * stacks by hand, and a count whose low byte is 0, which pops nothing.
  */
-static int incssp_pops(void)
+CASE(incssp_pops, .needs_shstk = true)
 {
 	uint64_t before = read_ssp(), after = 0, after_zero = 0;
 
@@ -217,7 +193,7 @@ static int incssp_pops(void)
  * same back to the first one: both stacks end with a restore token where
  * they were left, and SSP is back where it was.
  */
-static int rstorssp_switch_and_back(void)
+CASE(rstorssp_switch_and_back, .needs_shstk = true)
 {
 	long base = map_shadow_stack(0, SHSTK_SIZE, SHADOW_STACK_SET_TOKEN);
 	uint64_t top, ssp = 0, on_new = 0, back = 0, new_token, old_token;
@@ -250,7 +226,7 @@ static int rstorssp_switch_and_back(void)
 }
 
 /* RSTORSSP to a word that is not a restore token: #CP, SEGV_CPERR. */
-static int rstorssp_bad_token(void)
+CASE(rstorssp_bad_token_cperr, .needs_shstk = true, .exit_status = EXIT_SEGV(SEGV_CPERR))
 {
 	long base = map_shadow_stack(0, SHSTK_SIZE, SHADOW_STACK_SET_TOKEN);
 
@@ -260,7 +236,7 @@ static int rstorssp_bad_token(void)
 }
 
 /* A signal handler runs on the shadow stack and sigreturn restores SSP. */
-static int signal_and_sigreturn(void)
+CASE(signal_and_sigreturn, .needs_shstk = true)
 {
 	uint64_t ssp = read_ssp();
 
@@ -273,23 +249,8 @@ static int signal_and_sigreturn(void)
 	return 0;
 }
 
-static const struct insn_case cases[] = {
-	{ "rdssp_nop_without_shstk", rdssp_nop_without_shstk, 0, false },
-	{ "rdssp_reads_the_ssp", rdssp_reads_the_ssp, 0, true },
-	{ "call_ret_deep_recursion", call_ret_deep_recursion, 0, true },
-	{ "forged_return_cperr", forged_return, EXIT_SEGV(SEGV_CPERR), true },
-	{ "ordinary_write_to_shstk_accerr", ordinary_write, EXIT_SEGV(SEGV_ACCERR), true },
-	{ "wrss_not_enabled_sigill", wrss_not_enabled, EXIT_SIGILL, true },
-	{ "wrss_enabled_writes", wrss_enabled, 0, true },
-	{ "call_next_instruction_no_push", call_next_instruction, 0, true },
-	{ "incssp_pops", incssp_pops, 0, true },
-	{ "rstorssp_switch_and_back", rstorssp_switch_and_back, 0, true },
-	{ "rstorssp_bad_token_cperr", rstorssp_bad_token, EXIT_SEGV(SEGV_CPERR), true },
-	{ "signal_and_sigreturn", signal_and_sigreturn, 0, true },
-};
-
 /* Never returns: its own frame is not on the shadow stack it enables. */
-static __attribute__((noreturn, noinline)) void child(const struct insn_case *c)
+static __attribute__((noreturn, noinline)) void child(const struct guest_case *c)
 {
 	struct sigaction sa;
 
@@ -298,13 +259,13 @@ static __attribute__((noreturn, noinline)) void child(const struct insn_case *c)
 	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGILL, &sa, NULL);
-	if (c->shstk && shstk_enable_raw() != 0)
+	if (c->needs_shstk && shstk_enable_raw() != 0)
 		_exit(EXIT_NO_ENABLE);
 	_exit(c->run());
 }
 
 /* The case's exit status, or 300 + the signal that killed it. */
-static int run_child(const struct insn_case *c)
+static int run_child(const struct guest_case *c)
 {
 	int status;
 	pid_t pid;
@@ -320,44 +281,29 @@ static int run_child(const struct insn_case *c)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 300 + WTERMSIG(status);
 }
 
-static bool cpu_has_user_shstk(void)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[4096];
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = !strncmp(line, "flags", 5) && strstr(line, " user_shstk");
-	fclose(f);
-	return found;
-}
-
 int main(void)
 {
-	const char *why = getenv("SHSTK_LAB_NO_SHSTK_WHY");
-	bool cpu = cpu_has_user_shstk();
-	char reason[256];
-	size_t i;
+	const struct guest_case *const *cases;
+	bool cpu = shstk_cpu_has();
+	size_t i, n;
 
-	snprintf(reason, sizeof(reason), "CPU has no user shadow stack%s%s%s",
-		 why ? " (" : "", why ? why : "", why ? ")" : "");
-	ktap_plan(ARRAY_SIZE(cases));
+	cases = case_list(&n);
+	ktap_plan(n);
 	ktap_diag("cpu shadow stack: %s", cpu ? "yes" : "no");
-	for (i = 0; i < ARRAY_SIZE(cases); i++) {
-		const struct insn_case *c = &cases[i];
+	for (i = 0; i < n; i++) {
+		const struct guest_case *c = cases[i];
 		int got;
 
-		if (c->shstk && !cpu) {
-			ktap_result(0, c->name, reason);
+		if (c->needs_shstk && !cpu) {
+			ktap_result(0, c->name, shstk_no_cpu_reason());
 			continue;
 		}
 		got = run_child(c);
-		if (got != c->want)
-			ktap_diag("%s: the child ended with %d, want %d%s", c->name, got, c->want,
+		if (got != c->exit_status)
+			ktap_diag("%s: the child ended with %d, want %d%s", c->name, got,
+				  c->exit_status,
 				  got == EXIT_NO_ENABLE ? " (enabling shadow stacks failed)" : "");
-		ktap_result(got == c->want, c->name, NULL);
+		ktap_result(got == c->exit_status, c->name, NULL);
 	}
 	ktap_finish();
 }

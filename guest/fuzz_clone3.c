@@ -29,6 +29,8 @@
 
 #include "lib/shstk.h"
 #include "lib/ktap.h"
+#include "lib/env.h"
+#include "lib/racer.h"
 
 #define PAGE		4096UL
 #define STACK		(32 * 1024UL)
@@ -48,25 +50,13 @@ static const char * const kind_names[TK_NR] = {
 };
 
 /*
- * Where user addresses end: TASK_SIZE with 4-level paging on x86, 48-bit VAs
- * on arm64, Sv57 on riscv64 (its highest: the kernel takes the largest mode
- * the CPU offers, Sv57 on QEMU's "max", unless told less, so the shadow
- * stacks this maps may sit far above Sv39's 1 << 38).  A token at or above
- * it is not a user address.  Where a kernel has more than this (5-level
- * paging, 52-bit VAs), or a riscv one less, the addresses in between are
- * unmapped user ones or not user ones, and nothing drawn here is mapped
- * there: EFAULT all the same.  No kind draws a tagged address (arm64 TBI),
- * which would be a user address above this.
+ * A token at or above SHSTK_USER_ADDR_END (lib/arch-*.h) is not a user
+ * address.  Where a kernel has more than that (5-level paging, 52-bit VAs),
+ * or a riscv one less, the addresses in between are unmapped user ones or
+ * not user ones, and nothing drawn here is mapped there: EFAULT all the
+ * same.  No kind draws a tagged address (arm64 TBI), which would be a user
+ * address above it.
  */
-#if defined(__x86_64__)
-#define USER_ADDR_END	0x00007ffffffff000ULL
-#elif defined(__aarch64__)
-#define USER_ADDR_END	0x0001000000000000ULL
-#elif defined(__riscv)
-#define USER_ADDR_END	0x0100000000000000ULL
-#else
-#error "fuzz_clone3: no code for this architecture (config/arches.ini)"
-#endif
 
 struct call {
 	enum token_kind kind;
@@ -109,9 +99,7 @@ static unsigned int pick(unsigned int n)
 
 static uint64_t fresh_token(void)
 {
-	long base = map_shadow_stack(0, PAGE, SHADOW_STACK_SET_TOKEN);
-
-	return base < 0 && base > -4096 ? 0 : shstk_token_addr(base, PAGE);
+	return shstk_map_token(PAGE, SHADOW_STACK_SET_TOKEN, NULL);
 }
 
 /* The one-page shadow stack a fresh_token() lies in. */
@@ -157,15 +145,7 @@ static uint64_t make_token(enum token_kind kind, unsigned long *mapped)
 	case TK_UNMAPPED:
 		return 0x10000 + 8 * pick(64);
 	case TK_KERNEL:
-#if defined(__x86_64__)
-		return 0xffffffff81000000ULL + 8 * pick(1024);
-#elif defined(__aarch64__)
-		return 0xffff800080000000ULL + 8 * pick(1024);
-#elif defined(__riscv)
-		return 0xffffffff80000000ULL + 8 * pick(1024);
-#else
-#error "fuzz_clone3: no code for this architecture (config/arches.ini)"
-#endif
+		return SHSTK_KERNEL_ADDR + 8 * pick(1024);
 	case TK_NONCANONICAL:
 		return 0x0080000000000000ULL + 8 * pick(1024);
 	case TK_TOP_PAGE:
@@ -188,8 +168,8 @@ static long expected(const struct call *c)
 	 * A struct that ends inside the token field gives the kernel its low
 	 * bytes only (the rest reads as zero).  When that changes the address,
 	 * the kernel looks at another one, where nothing drawn here is
-	 * mapped: EFAULT (below), whether it is still above USER_ADDR_END or
-	 * not.
+	 * mapped: EFAULT (below), whether it is still above
+	 * SHSTK_USER_ADDR_END or not.
 	 */
 	if (c->size >= CLONE_ARGS_SIZE_VER3)
 		t = c->token;
@@ -209,7 +189,7 @@ static long expected(const struct call *c)
 	if (!shstk_enabled)
 		return -EINVAL;
 	/* Not a user address: EFAULT on both arches, after the EINVALs above. */
-	if (t >= USER_ADDR_END)
+	if (t >= SHSTK_USER_ADDR_END)
 		return -EFAULT;
 	if (t != c->token)
 		return -EFAULT;
@@ -343,31 +323,10 @@ static void fuzz(unsigned long calls)
 }
 
 /* The race: two threads clone3() with one token at once, many rounds. */
-struct racer {
-	uint64_t ssp;		/* first: clone3_run() stores the entry SSP here */
-	struct clone_args args;
-	volatile int *go;
-};
-
-static long racer_fn(void *arg, uint64_t ssp)
-{
-	struct racer *r = arg;
-	long pid;
-
-	while (!__atomic_load_n(r->go, __ATOMIC_ACQUIRE))
-		;
-	pid = clone3_run(&r->args, CLONE_ARGS_SIZE_VER3, NULL, NULL);
-	if (pid > 0) {
-		raw_syscall6(__NR_wait4, pid, 0, __WALL, 0, 0, 0);
-		return 0;
-	}
-	return -pid;
-}
-
 static unsigned long race(unsigned long rounds)
 {
 	static volatile int go;
-	static struct racer racers[2];
+	static struct token_racer racers[2];
 	unsigned long round, bad = 0;
 	int i;
 
@@ -391,7 +350,7 @@ static unsigned long race(unsigned long rounds)
 			ra.exit_signal = SIGCHLD;
 			ra.stack = (uint64_t)(stack_area + (4 + i) * STACK);
 			ra.stack_size = STACK;
-			pid[i] = clone3_run(&ra, CLONE_ARGS_SIZE_VER3, racer_fn, &racers[i]);
+			pid[i] = clone3_run(&ra, CLONE_ARGS_SIZE_VER3, token_racer, &racers[i]);
 		}
 		__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
 		for (i = 0; i < 2; i++) {
@@ -414,13 +373,6 @@ static unsigned long race(unsigned long rounds)
 			ktap_diag("progress: %lu race rounds, %lu bad", round + 1, bad);
 	}
 	return bad;
-}
-
-static unsigned long env_num(const char *name, unsigned long dflt)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? strtoul(v, NULL, 0) : dflt;
 }
 
 int main(void)

@@ -8,6 +8,11 @@
  * run through clone3_run() (lib/shstk.h), which reads the child's shadow
  * stack pointer before anything is pushed, calls a child function and exits
  * with a raw syscall: children use no libc and report through a shared page.
+ *
+ * Each case is declared where it is defined (CASE(), lib/case.h) and runs in
+ * the order of this file: first those that run before the program enables
+ * shadow stacks, then the rest, skipped where shadow stacks could not be
+ * enabled if they need them.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -18,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -27,6 +31,8 @@
 
 #include "lib/shstk.h"
 #include "lib/ktap.h"
+#include "lib/case.h"
+#include "lib/racer.h"
 
 #define PAGE		4096UL
 #define CHILD_STACK	(64 * 1024UL)
@@ -49,41 +55,12 @@ struct report {
 	volatile uint64_t deep_ssp;	/* ... at the deepest nested call */
 	volatile long value;		/* result of the nested calls */
 	volatile int fd;		/* pipe to block on (memory case) */
-	volatile int *go;		/* start flag (race case) */
-	struct clone_args *args;	/* clone3 args for a grandchild (race) */
 	volatile uint64_t addr;		/* word to load (plain load case) */
-};
-
-enum verdict { PASS, FAIL, SKIP };
-
-struct shstk_case {
-	const char *name;
-	bool needs_shstk;		/* SKIPped when no shadow stack */
-	bool before_enable;		/* runs before shadow stacks are on */
-	enum verdict (*run)(void);
 };
 
 static struct report *reports;		/* MEM_THREADS entries, shared */
 static bool cpu_shstk;			/* the CPU offers user shadow stacks */
-static char skip_reason[256];
-static char run_skip_reason[256];	/* why a case's run() returned SKIP */
-
-#define CHECK(cond, ...)					\
-	do {							\
-		if (!(cond)) {					\
-			ktap_diag("FAILED: %s", #cond);		\
-			ktap_diag(__VA_ARGS__);			\
-			return FAIL;				\
-		}						\
-	} while (0)
-
-/* A case that cannot run here says why and returns SKIP. */
-#define SKIP_CASE(...)						\
-	do {							\
-		snprintf(run_skip_reason, sizeof(run_skip_reason),	\
-			 __VA_ARGS__);				\
-		return SKIP;					\
-	} while (0)
+static const char *skip_reason = "";	/* why shadow stacks are not on */
 
 /* ---- children: raw syscalls only, never return into the parent ---- */
 
@@ -106,12 +83,6 @@ long nested(struct report *r, int depth)
 	asm volatile ("" : "+r"(v));
 	return v + depth;
 }
-
-/*
- * With no function the child only records its entry SSP and exits, pushing
- * nothing: the consumed token slot keeps the value the kernel left there.
- */
-#define child_report NULL
 
 static long child_nested(void *arg, uint64_t ssp)
 {
@@ -140,77 +111,15 @@ static long child_load(void *arg, uint64_t ssp)
 	return 0;
 }
 
-/*
- * forged_return() overwrites its own return address and returns: with a
- * shadow stack that is a control protection fault; without one it lands on
- * an undefined instruction (SIGILL).
- */
-void forged_return(void);
-#if defined(__x86_64__)
-asm (".pushsection .text\n"
-	".globl forged_return\n"
-	"forged_return:\n"
-	"	lea forged_landing(%rip), %rax\n"
-	"	mov %rax, (%rsp)\n"
-	"	ret\n"
-	"forged_landing:\n"
-	"	ud2\n"
-	".popsection\n");
-#elif defined(__aarch64__)
-asm (".pushsection .text\n"
-	".globl forged_return\n"
-	"forged_return:\n"
-	"	adr x30, forged_landing\n"
-	"	ret\n"
-	"forged_landing:\n"
-	"	udf #0\n"
-	".popsection\n");
-#elif defined(__riscv)
-/*
- * Returns are checked only where the code says so: push the real return
- * address (sspush ra), replace it, and check it (sspopchk ra), as a
- * function built with -fcf-protection=return does.  By encoding, so that any
- * assembler takes them.
- */
-asm (".pushsection .text\n"
-	".globl forged_return\n"
-	"forged_return:\n"
-	"	.4byte 0xce104073\n"		/* sspush ra */
-	"	lla ra, forged_landing\n"
-	"	.4byte 0xcdc0c073\n"		/* sspopchk ra */
-	"	ret\n"
-	"forged_landing:\n"
-	"	unimp\n"
-	".popsection\n");
-#else
-#error "shstk_clone3: no code for this architecture (config/arches.ini)"
-#endif
-
 static long child_forge(void *arg, uint64_t ssp)
 {
-	forged_return();
+	shstk_forged_return();
 	return EXIT_NO_FAULT;
 }
 
 static void fault_handler(int sig, siginfo_t *si, void *uc)
 {
 	raw_exit(sig == SIGSEGV ? EXIT_SEGV_BASE + si->si_code : EXIT_NO_FAULT);
-}
-
-/* Race: wait for the start flag, then clone3() with the shared token. */
-static long child_racer(void *arg, uint64_t ssp)
-{
-	struct report *r = arg;
-	long pid;
-
-	while (!__atomic_load_n(r->go, __ATOMIC_ACQUIRE))
-		;
-	pid = clone3_run(r->args, CLONE_ARGS_SIZE_VER3, NULL, NULL);
-	if (pid > 0) {
-		raw_syscall6(__NR_wait4, pid, 0, __WALL, 0, 0, 0);
-		return 0;
-	}
-	return -pid;
 }
 
 /* ---- parent helpers ---- */
@@ -230,16 +139,14 @@ static void *map_stack(size_t size)
 /* A fresh shadow stack of @size with a token; returns the token address. */
 static uint64_t new_token(unsigned long size, unsigned long *base)
 {
-	long addr = map_shadow_stack(0, size, SHADOW_STACK_SET_TOKEN);
-
-	if (addr < 0 && addr > -4096)
-		return 0;
-	if (base)
-		*base = addr;
-	return shstk_token_addr(addr, size);
+	return shstk_map_token(size, SHADOW_STACK_SET_TOKEN, base);
 }
 
-/* clone3() with @flags and @token; a new normal stack whenever CLONE_VM. */
+/*
+ * clone3() with @flags and @token; a new normal stack whenever CLONE_VM.
+ * With @fn NULL the child only stores its entry SSP in r->ssp and exits,
+ * pushing nothing: the consumed token slot keeps what the kernel left there.
+ */
 static long start_child(uint64_t flags, uint64_t token, size_t size,
 			long (*fn)(void *, uint64_t), struct report *r)
 {
@@ -316,10 +223,210 @@ static bool smaps_shstk(uint64_t addr, long *size_kb, long *rss_kb)
 	return found;
 }
 
-/* ---- the cases ---- */
+/* ---- cases that run before shadow stacks are enabled ---- */
 
-/* 1: the token is valid, consumed, and the child starts just above it. */
-static enum verdict token_consumed_child_on_new_stack(void)
+/*
+ * A caller without shadow stacks enabled.  Every architecture refuses
+ * the token with EINVAL and leave it untouched.  Where the CPU has no shadow
+ * stack, map_shadow_stack() fails, so an aligned ordinary word stands in.
+ */
+CASE(caller_without_shstk_einval, .before_enable = true)
+{
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	bool real = token != 0;
+	long pid;
+
+	if (!real)
+		token = (uint64_t)map_stack(PAGE) + PAGE - 8;
+	ktap_diag("token %s", real ? "from map_shadow_stack" :
+		  "in ordinary memory (no shadow stack)");
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
+	if (real)
+		CHECK(shstk_peek(token) == shstk_expected_token(token), "token changed");
+	return PASS;
+}
+
+/*
+ * Aligned tokens that are not user addresses: the top page of the address
+ * space, each tried with and without CLONE_VM.  A surprise success starts a
+ * child that exits at once.
+ */
+static const uint64_t not_user_tokens[] = {
+	0xfffffffffffffff0ULL, 0xfffffffffffff000ULL,
+};
+
+static int not_user_tokens_refused(long want)
+{
+	static const uint64_t flags[] = { CLONE_VM, 0 };
+	struct report *r = &reports[0];
+	size_t i, j;
+	int bad = 0;
+	long pid;
+
+	for (i = 0; i < ARRAY_SIZE(not_user_tokens); i++) {
+		for (j = 0; j < ARRAY_SIZE(flags); j++) {
+			pid = start_child(flags[j], not_user_tokens[i],
+					  CLONE_ARGS_SIZE_VER3, NULL, r);
+			if (pid > 0)
+				reap(pid);
+			ktap_diag("token %#lx flags %#lx: clone3 returned %ld",
+				  (long)not_user_tokens[i], (long)flags[j], pid);
+			bad += pid != want;
+		}
+	}
+	CHECK(!bad, "%d of %zu calls did not return %ld", bad,
+	      ARRAY_SIZE(not_user_tokens) * ARRAY_SIZE(flags), want);
+	return PASS;
+}
+
+/* From a caller without shadow stacks: EINVAL, before any address check. */
+CASE(not_user_address_without_shstk_einval, .before_enable = true)
+{
+	return not_user_tokens_refused(-EINVAL);
+}
+
+/*
+ * With size 88 (VER2) the kernel never reads the field: a misaligned
+ * value, which size 96 refuses, does not matter, and a real token stays.
+ */
+CASE(size_ver2_ignores_token, .before_enable = true)
+{
+	struct report *r = &reports[0];
+	uint64_t token = shstk_enabled ? new_token(PAGE, NULL) : 0x1001;
+	long pid;
+
+	CHECK(token, "map_shadow_stack failed");
+	pid = start_child(0, token | 1, CLONE_ARGS_SIZE_VER2, NULL, r);
+	CHECK(pid > 0, "clone3 returned %ld", pid);
+	CHECK(reap(pid) == 0, "child did not exit 0");
+	if (shstk_enabled) {
+		pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER2, NULL, r);
+		CHECK(pid > 0 && reap(pid) == 0, "clone3 VER2 with token: %ld", pid);
+		CHECK(r->ssp != token + SHSTK_SLOT, "child used the token");
+		CHECK(shstk_peek(token) == shstk_expected_token(token), "token consumed");
+	}
+	return PASS;
+}
+
+/* With size 96 (VER3) the field is read. */
+CASE(size_ver3_reads_token, .before_enable = true)
+{
+	struct report *r = &reports[0];
+	long pid = start_child(0, 0x1001, CLONE_ARGS_SIZE_VER3, NULL, r);
+
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
+	return PASS;
+}
+
+/* A struct larger than the kernel knows, with a non-zero tail. */
+CASE(size_larger_nonzero_tail_e2big, .before_enable = true)
+{
+	struct report *r = &reports[0];
+	long pid = start_child(0, 0, CLONE_ARGS_SIZE_VER3 + 8, NULL, r);
+
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -E2BIG, "clone3 returned %ld, expected %d", pid, -E2BIG);
+	return PASS;
+}
+
+/*
+ * An ordinary load from a shadow stack page, by a thread without shadow
+ * stacks enabled.  Every architecture lets plain loads read shadow stack
+ * memory; on riscv the page type depends on menvcfg.SSE only, not on the
+ * thread's senvcfg.SSE (privileged spec, "Shadow Stack Memory Protection").
+ * An emulator that faults there instead makes the thread loop for ever, the
+ * kernel finding the PTE fine and retrying, so the load runs in a CLONE_VM
+ * child and the caller waits a bounded time.
+ */
+#define LOAD_WAIT_MS	5000
+
+/* Minor faults of @pid so far (field 10 of /proc/PID/stat), or -1. */
+static long minor_faults(long pid)
+{
+	char path[64], buf[512], *p;
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return n;
+	/* The fields after the comm, which may hold spaces and ')'. */
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	if (p)
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %lu", &n);
+	fclose(f);
+	return n;
+}
+
+CASE(plain_load_of_shstk_page_without_shstk, .before_enable = true)
+{
+	struct report *r = &reports[0];
+	uint64_t token = new_token(PAGE, NULL);
+	int status = 0, ms;
+	long pid, faults;
+
+	if (!token && !cpu_shstk)
+		SKIP_CASE("map_shadow_stack() fails: the CPU has no user shadow stack");
+	CHECK(token, "map_shadow_stack failed on a CPU with shadow stacks");
+	r->addr = token;
+	pid = start_child(CLONE_VM, 0, CLONE_ARGS_SIZE_VER3, child_load, r);
+	CHECK(pid > 0, "clone3 returned %ld", pid);
+	for (ms = 0; ms < LOAD_WAIT_MS; ms += 10) {
+		if (waitpid(pid, &status, __WALL | WNOHANG) == pid)
+			break;
+		usleep(10000);
+	}
+	if (ms >= LOAD_WAIT_MS) {
+		faults = minor_faults(pid);
+		kill(pid, SIGKILL);
+		reap(pid);
+		CHECK(ms < LOAD_WAIT_MS,
+		      "the load did not finish in %d ms, %ld minor faults: a fault retried for ever",
+		      LOAD_WAIT_MS, faults);
+	}
+	ktap_diag("loaded %#lx from the token at %#lx in %d ms", (long)r->value,
+		  (long)token, ms);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child ended with status %#x",
+	      status);
+	CHECK((uint64_t)r->value == shstk_expected_token(token),
+	      "read %#lx, expected the token %#lx", (long)r->value,
+	      (long)shstk_expected_token(token));
+	return PASS;
+}
+
+/* ---- cases that run once shadow stacks are enabled, where they can be ---- */
+
+/* A token address that is not 8-byte aligned. */
+CASE(misaligned_token_einval)
+{
+	struct report *r = &reports[0];
+	uint64_t token;
+	long pid;
+
+	if (shstk_enabled)
+		token = new_token(PAGE, NULL);
+	else
+		token = (uint64_t)map_stack(PAGE) + PAGE - SHSTK_SLOT;
+	CHECK(token, "map_shadow_stack failed");
+	pid = start_child(CLONE_VM, token - 1, CLONE_ARGS_SIZE_VER3, NULL, r);
+	if (pid > 0)
+		reap(pid);
+	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
+	if (shstk_enabled)
+		CHECK(shstk_peek(token) == shstk_expected_token(token), "token changed");
+	return PASS;
+}
+
+/* The token is valid, consumed, and the child starts just above it. */
+CASE(token_consumed_child_on_new_stack, .needs_shstk = true)
 {
 	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
@@ -330,7 +437,7 @@ static enum verdict token_consumed_child_on_new_stack(void)
 	CHECK(shstk_peek(token) == shstk_expected_token(token),
 	      "token word %#lx, expected %#lx", (long)shstk_peek(token),
 	      (long)shstk_expected_token(token));
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
 	CHECK(pid > 0, "clone3 returned %ld", pid);
 	CHECK(reap(pid) == 0, "child did not exit 0");
 	ktap_diag("token %#lx child ssp %#lx word after %#lx", (long)token,
@@ -341,8 +448,8 @@ static enum verdict token_consumed_child_on_new_stack(void)
 	return PASS;
 }
 
-/* 2a: nested calls in the child push onto and return from the new stack. */
-static enum verdict child_nested_calls(void)
+/* Nested calls in the child push onto and return from the new stack. */
+CASE(child_nested_calls, .needs_shstk = true)
 {
 	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
@@ -360,8 +467,8 @@ static enum verdict child_nested_calls(void)
 	return PASS;
 }
 
-/* 2b: a forged return address in the child is a shadow stack fault. */
-static enum verdict child_forged_return_faults(void)
+/* A forged return address in the child is a shadow stack fault. */
+CASE(child_forged_return_faults, .needs_shstk = true)
 {
 	struct sigaction sa = { .sa_sigaction = fault_handler, .sa_flags = SA_SIGINFO };
 	struct sigaction old_segv, old_ill;
@@ -385,46 +492,25 @@ static enum verdict child_forged_return_faults(void)
 	return PASS;
 }
 
-/* 3a: a consumed token cannot start a second thread. */
-static enum verdict reuse_consumed_token_einval(void)
+/* A consumed token cannot start a second thread. */
+CASE(reuse_consumed_token_einval, .needs_shstk = true)
 {
 	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
 	long pid;
 
 	CHECK(token, "map_shadow_stack failed");
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
 	CHECK(pid > 0 && reap(pid) == 0, "first clone3 failed: %ld", pid);
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
 	if (pid > 0)
 		reap(pid);
 	CHECK(pid == -EINVAL, "second clone3 returned %ld, expected %d", pid, -EINVAL);
 	return PASS;
 }
 
-/* 3b: a token address that is not 8-byte aligned. */
-static enum verdict misaligned_token_einval(void)
-{
-	struct report *r = &reports[0];
-	uint64_t token;
-	long pid;
-
-	if (shstk_enabled)
-		token = new_token(PAGE, NULL);
-	else
-		token = (uint64_t)map_stack(PAGE) + PAGE - SHSTK_SLOT;
-	CHECK(token, "map_shadow_stack failed");
-	pid = start_child(CLONE_VM, token - 1, CLONE_ARGS_SIZE_VER3, child_report, r);
-	if (pid > 0)
-		reap(pid);
-	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
-	if (shstk_enabled)
-		CHECK(shstk_peek(token) == shstk_expected_token(token), "token changed");
-	return PASS;
-}
-
-/* 3c: a "token" in ordinary memory. */
-static enum verdict normal_memory_efault(void)
+/* A "token" in ordinary memory. */
+CASE(normal_memory_efault, .needs_shstk = true)
 {
 	struct report *r = &reports[0];
 	uint64_t *mem = malloc(PAGE);
@@ -432,7 +518,7 @@ static enum verdict normal_memory_efault(void)
 	long pid;
 
 	*(uint64_t *)token = shstk_expected_token(token);
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
 	if (pid > 0)
 		reap(pid);
 	CHECK(pid == -EFAULT, "clone3 returned %ld, expected %d", pid, -EFAULT);
@@ -441,8 +527,8 @@ static enum verdict normal_memory_efault(void)
 	return PASS;
 }
 
-/* 3d: a shadow stack page mapped without a token. */
-static enum verdict shstk_page_without_token_einval(void)
+/* A shadow stack page mapped without a token. */
+CASE(shstk_page_without_token_einval, .needs_shstk = true)
 {
 	struct report *r = &reports[0];
 	long base = map_shadow_stack(0, PAGE, 0);
@@ -451,15 +537,15 @@ static enum verdict shstk_page_without_token_einval(void)
 
 	CHECK(base > 0, "map_shadow_stack failed: %ld", base);
 	CHECK(shstk_peek(token) == 0, "page not empty");
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
 	if (pid > 0)
 		reap(pid);
 	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
 	return PASS;
 }
 
-/* 3e: an address with nothing mapped. */
-static enum verdict unmapped_address_efault(void)
+/* An address with nothing mapped. */
+CASE(unmapped_address_efault, .needs_shstk = true)
 {
 	struct report *r = &reports[0];
 	unsigned long base;
@@ -468,7 +554,7 @@ static enum verdict unmapped_address_efault(void)
 
 	CHECK(token, "map_shadow_stack failed");
 	CHECK(munmap((void *)base, PAGE) == 0, "munmap: %s", strerror(errno));
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
 	if (pid > 0)
 		reap(pid);
 	CHECK(pid == -EFAULT, "clone3 returned %ld, expected %d", pid, -EFAULT);
@@ -476,7 +562,7 @@ static enum verdict unmapped_address_efault(void)
 }
 
 /*
- * 3e': addresses with a tag in their top byte.  Where the top byte is
+ * Addresses with a tag in their top byte.  Where the top byte is
  * ignored (arm64's TBI) each is the address under the tag, and clone3()
  * refuses a tagged one with EINVAL before it looks at memory: a valid
  * token's, which must be left as it was for the untagged call that
@@ -484,7 +570,7 @@ static enum verdict unmapped_address_efault(void)
  * for its VMA lookup only refused with EFAULT instead.  Where no tagging
  * is on, neither is a user address: EFAULT.
  */
-static enum verdict tagged_token_refused(void)
+CASE(tagged_token_refused, .needs_shstk = true)
 {
 	static uint64_t plain_word;
 	const uint64_t tag = 0x5aULL << 56;
@@ -496,7 +582,7 @@ static enum verdict tagged_token_refused(void)
 
 	CHECK(token, "map_shadow_stack failed");
 	for (i = 0; i < 2; i++) {
-		pid = start_child(CLONE_VM, tagged[i], CLONE_ARGS_SIZE_VER3, child_report, r);
+		pid = start_child(CLONE_VM, tagged[i], CLONE_ARGS_SIZE_VER3, NULL, r);
 		if (pid > 0)
 			reap(pid);
 		CHECK(pid == -SHSTK_TAGGED_TOKEN_ERRNO, "clone3 with %#lx returned %ld, expected %d",
@@ -504,68 +590,31 @@ static enum verdict tagged_token_refused(void)
 	}
 	CHECK(shstk_peek(token) == shstk_expected_token(token),
 	      "the token was not left as it was: %#lx", (long)shstk_peek(token));
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
 	CHECK(pid > 0, "clone3 with the untagged token returned %ld", pid);
 	CHECK(reap(pid) == 0, "the child of the untagged token did not exit 0");
 	return PASS;
 }
 
 /*
- * 3f: an aligned token that is not a user address: the top page of the
- * address space.  On x86 the child's SSP (token + 8) went back through
- * copy_thread()'s IS_ERR_VALUE() test and came out as a made-up errno
- * (0xfffffffffffffff0: ENOEXEC; 0xfffffffffffff000: 4088).  Both arches:
- * EFAULT, with and without CLONE_VM.  A surprise success starts a child that
- * exits at once.
+ * With shadow stacks: EFAULT on every arch.  On x86 the child's SSP (token +
+ * 8) went back through copy_thread()'s IS_ERR_VALUE() test and came out as a
+ * made-up errno (0xfffffffffffffff0: ENOEXEC; 0xfffffffffffff000: 4088).
  */
-static const uint64_t not_user_tokens[] = {
-	0xfffffffffffffff0ULL, 0xfffffffffffff000ULL,
-};
-
-static enum verdict not_user_tokens_refused(long want)
-{
-	static const uint64_t flags[] = { CLONE_VM, 0 };
-	struct report *r = &reports[0];
-	size_t i, j;
-	int bad = 0;
-	long pid;
-
-	for (i = 0; i < ARRAY_SIZE(not_user_tokens); i++) {
-		for (j = 0; j < ARRAY_SIZE(flags); j++) {
-			pid = start_child(flags[j], not_user_tokens[i],
-					  CLONE_ARGS_SIZE_VER3, child_report, r);
-			if (pid > 0)
-				reap(pid);
-			ktap_diag("token %#lx flags %#lx: clone3 returned %ld",
-				  (long)not_user_tokens[i], (long)flags[j], pid);
-			bad += pid != want;
-		}
-	}
-	CHECK(!bad, "%d of %zu calls did not return %ld", bad,
-	      ARRAY_SIZE(not_user_tokens) * ARRAY_SIZE(flags), want);
-	return PASS;
-}
-
-static enum verdict not_user_address_efault(void)
+CASE(not_user_address_efault, .needs_shstk = true)
 {
 	return not_user_tokens_refused(-EFAULT);
 }
 
-/* 3f': the same tokens from a caller without shadow stacks: EINVAL first. */
-static enum verdict not_user_address_without_shstk_einval(void)
-{
-	return not_user_tokens_refused(-EINVAL);
-}
-
 /*
- * 3g: a token in a read-only MAP_PRIVATE mapping of a regular file, with
+ * A token in a read-only MAP_PRIVATE mapping of a regular file, with
  * CLONE_VM so that the kernel looks it up in our own mm: EFAULT, and the
  * kernel must not have written to the mapping before finding out that it is
  * no shadow stack.  The page must still be the file's: bytes written to the
  * file afterwards show through the mapping.  A forced write lookup before
  * the VMA check breaks COW, leaving an anonymous copy with the old bytes.
  */
-static enum verdict readonly_file_mapping_efault_no_cow(void)
+CASE(readonly_file_mapping_efault_no_cow, .needs_shstk = true)
 {
 	char path[] = "/tmp/shstk_clone3.XXXXXX";
 	struct report *r = &reports[0];
@@ -601,7 +650,7 @@ static enum verdict readonly_file_mapping_efault_no_cow(void)
 		before = ~word;
 	if (before == word) {
 		pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3,
-				  child_report, r);
+				  NULL, r);
 		if (pid > 0)
 			reap(pid);
 		/* New bytes, through the file. */
@@ -664,11 +713,11 @@ static const char *foll_pins(long *acquired, long *released)
 }
 
 /*
- * 3h: the kernel writes the token through a pinned page (FOLL_PIN, as
+ * The kernel writes the token through a pinned page (FOLL_PIN, as
  * Documentation/core-api/pin_user_pages.rst asks of code that writes to a
  * page's data), and unpins it before clone3() returns.
  */
-static enum verdict token_page_pinned_foll_pin(void)
+CASE(token_page_pinned_foll_pin, .needs_shstk = true)
 {
 	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
@@ -679,7 +728,7 @@ static enum verdict token_page_pinned_foll_pin(void)
 	why = foll_pins(&acq0, &rel0);
 	if (why)
 		SKIP_CASE("%s", why);
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
 	CHECK(pid > 0, "clone3 returned %ld", pid);
 	CHECK(reap(pid) == 0, "child did not exit 0");
 	why = foll_pins(&acq1, &rel1);
@@ -694,91 +743,19 @@ static enum verdict token_page_pinned_foll_pin(void)
 }
 
 /*
- * 4a: with size 88 (VER2) the kernel never reads the field: a misaligned
- * value, which size 96 refuses, does not matter, and a real token stays.
- */
-static enum verdict size_ver2_ignores_token(void)
-{
-	struct report *r = &reports[0];
-	uint64_t token = shstk_enabled ? new_token(PAGE, NULL) : 0x1001;
-	long pid;
-
-	CHECK(token, "map_shadow_stack failed");
-	pid = start_child(0, token | 1, CLONE_ARGS_SIZE_VER2, child_report, r);
-	CHECK(pid > 0, "clone3 returned %ld", pid);
-	CHECK(reap(pid) == 0, "child did not exit 0");
-	if (shstk_enabled) {
-		pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER2, child_report, r);
-		CHECK(pid > 0 && reap(pid) == 0, "clone3 VER2 with token: %ld", pid);
-		CHECK(r->ssp != token + SHSTK_SLOT, "child used the token");
-		CHECK(shstk_peek(token) == shstk_expected_token(token), "token consumed");
-	}
-	return PASS;
-}
-
-/* 4b: with size 96 (VER3) the field is read. */
-static enum verdict size_ver3_reads_token(void)
-{
-	struct report *r = &reports[0];
-	long pid = start_child(0, 0x1001, CLONE_ARGS_SIZE_VER3, child_report, r);
-
-	if (pid > 0)
-		reap(pid);
-	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
-	return PASS;
-}
-
-/* 4c: a struct larger than the kernel knows, with a non-zero tail. */
-static enum verdict size_larger_nonzero_tail_e2big(void)
-{
-	struct report *r = &reports[0];
-	long pid = start_child(0, 0, CLONE_ARGS_SIZE_VER3 + 8, child_report, r);
-
-	if (pid > 0)
-		reap(pid);
-	CHECK(pid == -E2BIG, "clone3 returned %ld, expected %d", pid, -E2BIG);
-	return PASS;
-}
-
-/*
- * 5: a caller without shadow stacks enabled.  Both architectures refuse
- * the token with EINVAL and leave it untouched.  Where the CPU has no shadow
- * stack, map_shadow_stack() fails, so an aligned ordinary word stands in.
- */
-static enum verdict caller_without_shstk_einval(void)
-{
-	struct report *r = &reports[0];
-	uint64_t token = new_token(PAGE, NULL);
-	bool real = token != 0;
-	long pid;
-
-	if (!real)
-		token = (uint64_t)map_stack(PAGE) + PAGE - 8;
-	ktap_diag("token %s", real ? "from map_shadow_stack" :
-		  "in ordinary memory (no shadow stack)");
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, child_report, r);
-	if (pid > 0)
-		reap(pid);
-	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
-	if (real)
-		CHECK(shstk_peek(token) == shstk_expected_token(token), "token changed");
-	return PASS;
-}
-
-/*
- * 6: without CLONE_VM the token is checked and consumed in the child's copy
+ * Without CLONE_VM the token is checked and consumed in the child's copy
  * of the caller's memory: the child starts on it, the caller's copy of the
  * token is left valid.  With CLONE_VM | CLONE_VFORK the memory is shared, so
  * the caller sees it consumed.
  */
-static enum verdict token_with_flags(uint64_t flags, bool consumed_in_parent)
+static int token_with_flags(uint64_t flags, bool consumed_in_parent)
 {
 	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
 	long pid;
 
 	CHECK(token, "map_shadow_stack failed");
-	pid = start_child(flags, token, CLONE_ARGS_SIZE_VER3, child_report, r);
+	pid = start_child(flags, token, CLONE_ARGS_SIZE_VER3, NULL, r);
 	CHECK(pid > 0, "clone3 returned %ld", pid);
 	CHECK(reap(pid) == 0, "child did not exit 0");
 	ktap_diag("flags %#lx: child ssp %#lx, parent's token word %#lx",
@@ -793,23 +770,23 @@ static enum verdict token_with_flags(uint64_t flags, bool consumed_in_parent)
 	return PASS;
 }
 
-static enum verdict no_clone_vm_token_in_child_copy(void)
+CASE(no_clone_vm_token_in_child_copy, .needs_shstk = true)
 {
 	return token_with_flags(0, false);
 }
 
-static enum verdict clone_vfork_token_in_child_copy(void)
+CASE(clone_vfork_token_in_child_copy, .needs_shstk = true)
 {
 	return token_with_flags(CLONE_VFORK, false);
 }
 
-static enum verdict clone_vm_vfork_token_consumed(void)
+CASE(clone_vm_vfork_token_consumed, .needs_shstk = true)
 {
 	return token_with_flags(CLONE_VM | CLONE_VFORK, true);
 }
 
-/* 7: many threads, each on its own small shadow stack, all at once. */
-static enum verdict threads_64_own_shstk(void)
+/* Many threads, each on its own small shadow stack, all at once. */
+CASE(threads_64_own_shstk, .needs_shstk = true)
 {
 	static unsigned long base[MANY_THREADS];
 	static uint64_t token[MANY_THREADS];
@@ -843,12 +820,12 @@ static enum verdict threads_64_own_shstk(void)
 }
 
 /*
- * 8: what the feature is for.  MEM_THREADS threads alive at once with 4 KiB
+ * What the feature is for.  MEM_THREADS threads alive at once with 4 KiB
  * shadow stacks from map_shadow_stack(), against the same number with
  * shadow stacks the kernel sizes from an 8 MiB thread stack (glibc's
  * default).  Reported from the "ss" VMAs in /proc/self/smaps.
  */
-static enum verdict mem_run(bool user, long *size_kb, long *rss_kb)
+static int mem_run(bool user, long *size_kb, long *rss_kb)
 {
 	static long pid[MEM_THREADS];
 	static void *stacks[MEM_THREADS];
@@ -894,7 +871,7 @@ static enum verdict mem_run(bool user, long *size_kb, long *rss_kb)
 	return PASS;
 }
 
-static enum verdict memory_256_threads(void)
+CASE(memory_256_threads, .needs_shstk = true)
 {
 	long user_size, user_rss, kern_size, kern_rss;
 
@@ -938,7 +915,7 @@ static long self_status_kb(const char *field)
 	return field ? kb : n;
 }
 
-static enum verdict failed_fork_frees_shadow_stack(void)
+CASE(failed_fork_frees_shadow_stack, .needs_shstk = true)
 {
 	long before_kb, after_kb, before_maps, after_maps, ret, other = 0;
 	struct rlimit old, lim;
@@ -990,7 +967,7 @@ static enum verdict failed_fork_frees_shadow_stack(void)
  * fails with EMFILE: the token must still be valid, and a retry with it
  * start the child just above it.
  */
-static enum verdict pidfd_emfile_leaves_token_for_retry(void)
+CASE(pidfd_emfile_leaves_token_for_retry, .needs_shstk = true)
 {
 	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
@@ -1015,7 +992,7 @@ static enum verdict pidfd_emfile_leaves_token_for_retry(void)
 	lim = old;
 	lim.rlim_cur = fd;
 	CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0, "setrlimit: %s", strerror(errno));
-	ret = clone3_run(&args, CLONE_ARGS_SIZE_VER3, child_report, r);
+	ret = clone3_run(&args, CLONE_ARGS_SIZE_VER3, NULL, r);
 	CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0, "setrlimit: %s", strerror(errno));
 	if (ret > 0)
 		reap(ret);
@@ -1024,7 +1001,7 @@ static enum verdict pidfd_emfile_leaves_token_for_retry(void)
 	      "the failed clone3() left the token word %#lx, expected %#lx",
 	      (long)shstk_peek(token), (long)shstk_expected_token(token));
 	r->ssp = 0;
-	pid = clone3_run(&args, CLONE_ARGS_SIZE_VER3, child_report, r);
+	pid = clone3_run(&args, CLONE_ARGS_SIZE_VER3, NULL, r);
 	CHECK(pid > 0, "the retry with the same token returned %ld", pid);
 	close(pidfd);
 	CHECK(reap(pid) == 0, "child did not exit 0");
@@ -1097,7 +1074,7 @@ static int io_worker_child(void)
 }
 
 /* A kernel-created worker's exit leaves its creator's shadow stack alone. */
-static enum verdict io_worker_exit_keeps_creator_shstk(void)
+CASE(io_worker_exit_keeps_creator_shstk, .needs_shstk = true)
 {
 	long pid = fork();
 	int st;
@@ -1209,7 +1186,7 @@ static void signal_frame_child(void)
 		_exit(EXIT_NO_SIGNAL_TOKEN);
 	f->word_before = shstk_peek(f->token);
 	args.SHSTK_TOKEN_FIELD = f->token;
-	f->ret = clone3_run(&args, CLONE_ARGS_SIZE_VER3, child_report, &reports[0]);
+	f->ret = clone3_run(&args, CLONE_ARGS_SIZE_VER3, NULL, &reports[0]);
 	if (f->ret > 0) {
 		reap(f->ret);
 		f->child_ssp = reports[0].ssp;
@@ -1232,7 +1209,7 @@ static void signal_frame_child(void)
  * call is accepted, the token consumed, and the thread in the handler
  * cannot return from it (SIGSEGV).
  */
-static enum verdict signal_frame_token_of_live_thread(void)
+CASE(signal_frame_token_of_live_thread, .needs_shstk = true)
 {
 	struct signal_frame *f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE,
 				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1272,33 +1249,40 @@ static enum verdict signal_frame_token_of_live_thread(void)
 	return PASS;
 }
 
-/* 9: two threads race clone3() on one token: exactly one wins each round. */
-static enum verdict race_same_token_one_wins(void)
+/* Two threads race clone3() on one token: exactly one wins each round. */
+CASE(race_same_token_one_wins, .needs_shstk = true)
 {
-	struct clone_args child_args[2];
+	static struct token_racer racers[2];
 	static volatile int go;
 	int round, i, wins, einval;
 
 	for (round = 0; round < RACE_ROUNDS; round++) {
 		uint64_t token = new_token(PAGE, NULL);
+		struct clone_args args[2];
 		long pid[2];
 		int st[2];
 
 		CHECK(token, "map_shadow_stack failed");
 		go = 0;
 		for (i = 0; i < 2; i++) {
-			child_args[i] = (struct clone_args) {
+			racers[i] = (struct token_racer) {
+				.args = {
+					.flags = CLONE_VM,
+					.exit_signal = SIGCHLD,
+					.stack = (uint64_t)map_stack(CHILD_STACK),
+					.stack_size = CHILD_STACK,
+					.SHSTK_TOKEN_FIELD = token,
+				},
+				.go = &go,
+			};
+			args[i] = (struct clone_args) {
 				.flags = CLONE_VM,
 				.exit_signal = SIGCHLD,
 				.stack = (uint64_t)map_stack(CHILD_STACK),
 				.stack_size = CHILD_STACK,
-				.SHSTK_TOKEN_FIELD = token,
 			};
-			memset(&reports[i], 0, sizeof(reports[i]));
-			reports[i].go = &go;
-			reports[i].args = &child_args[i];
-			pid[i] = start_child(CLONE_VM, 0, CLONE_ARGS_SIZE_VER3,
-					     child_racer, &reports[i]);
+			pid[i] = clone3_run(&args[i], CLONE_ARGS_SIZE_VER3, token_racer,
+					    &racers[i]);
 			CHECK(pid[i] > 0, "racer clone3: %ld", pid[i]);
 		}
 		__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
@@ -1308,7 +1292,8 @@ static enum verdict race_same_token_one_wins(void)
 			st[i] = reap(pid[i]);
 			wins += st[i] == 0;
 			einval += st[i] == EINVAL;
-			munmap((void *)child_args[i].stack, CHILD_STACK);
+			munmap((void *)racers[i].args.stack, CHILD_STACK);
+			munmap((void *)args[i].stack, CHILD_STACK);
 		}
 		CHECK(wins == 1 && einval == 1, "round %d: racers exited %d and %d",
 		      round, st[0], st[1]);
@@ -1319,163 +1304,42 @@ static enum verdict race_same_token_one_wins(void)
 	return PASS;
 }
 
-/*
- * 10: an ordinary load from a shadow stack page, by a thread without shadow
- * stacks enabled.  Every architecture lets plain loads read shadow stack
- * memory; on riscv the page type depends on menvcfg.SSE only, not on the
- * thread's senvcfg.SSE (privileged spec, "Shadow Stack Memory Protection").
- * An emulator that faults there instead makes the thread loop for ever, the
- * kernel finding the PTE fine and retrying, so the load runs in a CLONE_VM
- * child and the caller waits a bounded time.
- */
-#define LOAD_WAIT_MS	5000
-
-/* Minor faults of @pid so far (field 10 of /proc/PID/stat), or -1. */
-static long minor_faults(long pid)
+/* The case @c, or its skip, with shadow stacks as they are now. */
+static void run_case(const struct guest_case *c)
 {
-	char path[64], buf[512], *p;
-	long n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return n;
-	/* The fields after the comm, which may hold spaces and ')'. */
-	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-	if (p)
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %lu", &n);
-	fclose(f);
-	return n;
-}
-
-static enum verdict plain_load_of_shstk_page_without_shstk(void)
-{
-	struct report *r = &reports[0];
-	uint64_t token = new_token(PAGE, NULL);
-	int status = 0, ms;
-	long pid, faults;
-
-	if (!token && !cpu_shstk)
-		SKIP_CASE("map_shadow_stack() fails: the CPU has no user shadow stack");
-	CHECK(token, "map_shadow_stack failed on a CPU with shadow stacks");
-	r->addr = token;
-	pid = start_child(CLONE_VM, 0, CLONE_ARGS_SIZE_VER3, child_load, r);
-	CHECK(pid > 0, "clone3 returned %ld", pid);
-	for (ms = 0; ms < LOAD_WAIT_MS; ms += 10) {
-		if (waitpid(pid, &status, __WALL | WNOHANG) == pid)
-			break;
-		usleep(10000);
-	}
-	if (ms >= LOAD_WAIT_MS) {
-		faults = minor_faults(pid);
-		kill(pid, SIGKILL);
-		reap(pid);
-		CHECK(ms < LOAD_WAIT_MS,
-		      "the load did not finish in %d ms, %ld minor faults: a fault retried for ever",
-		      LOAD_WAIT_MS, faults);
-	}
-	ktap_diag("loaded %#lx from the token at %#lx in %d ms", (long)r->value,
-		  (long)token, ms);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child ended with status %#x",
-	      status);
-	CHECK((uint64_t)r->value == shstk_expected_token(token),
-	      "read %#lx, expected the token %#lx", (long)r->value,
-	      (long)shstk_expected_token(token));
-	return PASS;
-}
-
-/* The one list of cases, in the order they run. */
-static const struct shstk_case cases[] = {
-	{ "caller_without_shstk_einval", false, true, caller_without_shstk_einval },
-	{ "not_user_address_without_shstk_einval", false, true,
-	  not_user_address_without_shstk_einval },
-	{ "size_ver2_ignores_token", false, true, size_ver2_ignores_token },
-	{ "size_ver3_reads_token", false, true, size_ver3_reads_token },
-	{ "size_larger_nonzero_tail_e2big", false, true, size_larger_nonzero_tail_e2big },
-	{ "plain_load_of_shstk_page_without_shstk", false, true,
-	  plain_load_of_shstk_page_without_shstk },
-	{ "misaligned_token_einval", false, false, misaligned_token_einval },
-	{ "token_consumed_child_on_new_stack", true, false, token_consumed_child_on_new_stack },
-	{ "child_nested_calls", true, false, child_nested_calls },
-	{ "child_forged_return_faults", true, false, child_forged_return_faults },
-	{ "reuse_consumed_token_einval", true, false, reuse_consumed_token_einval },
-	{ "normal_memory_efault", true, false, normal_memory_efault },
-	{ "shstk_page_without_token_einval", true, false, shstk_page_without_token_einval },
-	{ "unmapped_address_efault", true, false, unmapped_address_efault },
-	{ "tagged_token_refused", true, false, tagged_token_refused },
-	{ "not_user_address_efault", true, false, not_user_address_efault },
-	{ "readonly_file_mapping_efault_no_cow", true, false,
-	  readonly_file_mapping_efault_no_cow },
-	{ "token_page_pinned_foll_pin", true, false, token_page_pinned_foll_pin },
-	{ "no_clone_vm_token_in_child_copy", true, false, no_clone_vm_token_in_child_copy },
-	{ "clone_vfork_token_in_child_copy", true, false, clone_vfork_token_in_child_copy },
-	{ "clone_vm_vfork_token_consumed", true, false, clone_vm_vfork_token_consumed },
-	{ "threads_64_own_shstk", true, false, threads_64_own_shstk },
-	{ "memory_256_threads", true, false, memory_256_threads },
-	{ "failed_fork_frees_shadow_stack", true, false, failed_fork_frees_shadow_stack },
-	{ "pidfd_emfile_leaves_token_for_retry", true, false, pidfd_emfile_leaves_token_for_retry },
-	{ "io_worker_exit_keeps_creator_shstk", true, false, io_worker_exit_keeps_creator_shstk },
-	{ "signal_frame_token_of_live_thread", true, false, signal_frame_token_of_live_thread },
-	{ "race_same_token_one_wins", true, false, race_same_token_one_wins },
-};
-
-/* Does the CPU offer user shadow stacks at all? */
-static bool cpu_has_shstk(void)
-{
-#if defined(__x86_64__)
-	char line[4096];
-	bool found = false;
-	FILE *f = fopen("/proc/cpuinfo", "r");
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = !strncmp(line, "flags", 5) && strstr(line, " user_shstk");
-	if (f)
-		fclose(f);
-	return found;
-#elif defined(__aarch64__)
-	return getauxval(AT_HWCAP) & (1UL << 32);	/* HWCAP_GCS */
-#elif defined(__riscv)
-	/* Zicfiss in the isa line, "rv64imafdc_..._zicfiss_...". */
-	char line[4096];
-	bool found = false;
-	FILE *f = fopen("/proc/cpuinfo", "r");
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = !strncmp(line, "isa", 3) &&
-			(strstr(line, "_zicfiss_") || strstr(line, "_zicfiss\n"));
-	if (f)
-		fclose(f);
-	return found;
-#else
-#error "shstk_clone3: no code for this architecture (config/arches.ini)"
-#endif
-}
-
-static void run_case(const struct shstk_case *c)
-{
-	enum verdict v;
+	int v;
 
 	if (c->needs_shstk && !shstk_enabled) {
 		ktap_result(0, c->name, skip_reason);
 		return;
 	}
 	ktap_diag("running %s", c->name);
-	run_skip_reason[0] = '\0';
+	skipped_why[0] = '\0';
 	v = c->run();
-	ktap_result(v == PASS, c->name, v == SKIP ? run_skip_reason : NULL);
+	ktap_result(v == PASS, c->name, v == SKIP ? skipped_why : NULL);
 }
 
 /*
- * main() enables shadow stacks part way and so must never return: it ends
- * in exit() through ktap_finish().
+ * Shadow stacks are enabled, in main()'s own frame, before the first case
+ * that does not run before that; main() must then never return, and ends in
+ * exit() through ktap_finish().
  */
 int main(void)
 {
-	const char *why = getenv("SHSTK_LAB_NO_SHSTK_WHY");
-	size_t i, n = ARRAY_SIZE(cases);
+	const struct guest_case *const *cases;
+	bool enabling_done = false;
+	size_t i, n;
 
-	cpu_shstk = cpu_has_shstk();
+	cases = case_list(&n);
+	/* Enabling comes once: the cases that run before it come first. */
+	for (i = 1; i < n; i++) {
+		if (cases[i]->before_enable && !cases[i - 1]->before_enable) {
+			printf("# %s runs before enabling: it goes before %s in %s\n",
+			       cases[i]->name, cases[i - 1]->name, __FILE__);
+			return 1;
+		}
+	}
+	cpu_shstk = shstk_cpu_has();
 	ktap_plan(n);
 	ktap_diag("arch %s, cpu shadow stack: %s", SHSTK_ARCH_NAME, cpu_shstk ? "yes" : "no");
 	reports = mmap(NULL, MEM_THREADS * sizeof(*reports), PROT_READ | PROT_WRITE,
@@ -1485,28 +1349,25 @@ int main(void)
 		exit(1);
 	}
 
-	for (i = 0; i < n; i++)
-		if (cases[i].before_enable)
-			run_case(&cases[i]);
-
-	shstk_enabled = shstk_enable();
-	if (!cpu_shstk)
-		snprintf(skip_reason, sizeof(skip_reason), "CPU has no user shadow stack%s%s%s",
-			 why ? " (" : "", why ? why : "", why ? ")" : "");
-	else if (!shstk_enabled)
-		snprintf(skip_reason, sizeof(skip_reason), "enabling shadow stacks failed");
-	ktap_diag("shadow stack enabled: %s", shstk_enabled ? "yes" : "no");
-
 	for (i = 0; i < n; i++) {
-		if (cases[i].before_enable)
-			continue;
+		const struct guest_case *c = cases[i];
+
+		if (!c->before_enable && !enabling_done) {
+			shstk_enabled = shstk_enable();
+			enabling_done = true;
+			if (!cpu_shstk)
+				skip_reason = shstk_no_cpu_reason();
+			else if (!shstk_enabled)
+				skip_reason = "enabling shadow stacks failed";
+			ktap_diag("shadow stack enabled: %s", shstk_enabled ? "yes" : "no");
+		}
 		/* The CPU has shadow stacks but they could not be enabled: a failure. */
-		if (cases[i].needs_shstk && cpu_shstk && !shstk_enabled) {
+		if (c->needs_shstk && cpu_shstk && !shstk_enabled) {
 			ktap_diag("%s", skip_reason);
-			ktap_result(0, cases[i].name, NULL);
+			ktap_result(0, c->name, NULL);
 			continue;
 		}
-		run_case(&cases[i]);
+		run_case(c);
 	}
 	ktap_finish();
 }

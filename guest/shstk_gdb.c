@@ -7,7 +7,7 @@
  * where the child starts and where the caller sees clone3()'s result.
  *
  * The cases, their tokens and what clone3() must return are described once,
- * in checks/scenario.py, which the gdb script and the checkers read too;
+ * in spec/scenario.py, which the gdb script and the checkers read too;
  * scripts/build/guest.sh writes them as shstk_scenario.h for this program.
  * Here is only how each kind of token is made.
  *
@@ -65,13 +65,6 @@ static __attribute__((noinline)) long scenario_clone3(uint64_t token)
 	return pid;
 }
 
-static uint64_t map_token(unsigned long flags)
-{
-	long base = map_shadow_stack(0, PAGE, flags);
-
-	return base < 0 && base > -4096 ? 0 : shstk_token_addr(base, PAGE);
-}
-
 int main(void)
 {
 	static uint64_t normal[PAGE / 8] __attribute__((aligned(4096)));
@@ -86,8 +79,8 @@ int main(void)
 
 	shstk_enabled = shstk_enable();
 	if (shstk_enabled) {
-		tokens[SCENARIO_STACK_TOKEN] = map_token(SHADOW_STACK_SET_TOKEN);
-		tokens[SCENARIO_STACK_WITHOUT_TOKEN] = map_token(0);
+		tokens[SCENARIO_STACK_TOKEN] = shstk_map_token(PAGE, SHADOW_STACK_SET_TOKEN, NULL);
+		tokens[SCENARIO_STACK_WITHOUT_TOKEN] = shstk_map_token(PAGE, 0, NULL);
 	}
 	tokens[SCENARIO_STACK_TOKEN_MINUS_1] = tokens[SCENARIO_STACK_TOKEN] - 1;
 

@@ -36,6 +36,7 @@
 #include <sys/time.h>
 
 #include "lib/ktap.h"
+#include "lib/env.h"
 
 #define MAX_THREADS	64
 #define MAX_REPORTS	10
@@ -315,13 +316,6 @@ static void *work(void *arg)
 	return NULL;
 }
 
-static unsigned long param(const char *name, unsigned long dflt)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? strtoul(v, NULL, 0) : dflt;
-}
-
 static bool cpu_avx(void)
 {
 	unsigned int a, b, c, d, lo, hi;
@@ -378,8 +372,8 @@ static void describe_cpu(void)
 
 int main(void)
 {
-	unsigned long seconds = param("SHSTK_XSAVE_SECONDS", 20);
-	unsigned long nthreads = param("SHSTK_XSAVE_THREADS", 8);
+	unsigned long seconds = env_num("SHSTK_XSAVE_SECONDS", 20);
+	unsigned long nthreads = env_num("SHSTK_XSAVE_THREADS", 8);
 	unsigned long rounds = 0, idle = 0, bad_x87 = 0, bad_sse = 0, bad_avx = 0;
 	long nvcsw = 0, nivcsw = 0, cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct itimerval tick = { { 0, 3000 }, { 0, 3000 } };
@@ -394,7 +388,7 @@ int main(void)
 		exit(1);
 	}
 	/* 0 would make every round a yielding one */
-	spin_loops = param("SHSTK_XSAVE_SPIN", SPIN_LOOPS);
+	spin_loops = env_num("SHSTK_XSAVE_SPIN", SPIN_LOOPS);
 	if (!spin_loops) {
 		ktap_diag("SHSTK_XSAVE_SPIN=%s: must be a number, at least 1",
 			  getenv("SHSTK_XSAVE_SPIN"));

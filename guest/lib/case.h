@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Test cases declared where they are defined.  CASE(fn, properties...)
+ * starts the definition of the case function fn, which KTAP names "fn",
+ * with its properties as designated initializers of struct guest_case:
+ *
+ *	CASE(token_consumed, .needs_shstk = true)
+ *	{
+ *		CHECK(token, "map_shadow_stack failed");
+ *		return PASS;
+ *	}
+ *
+ * Each case leaves a pointer to its description in the section guest_cases;
+ * case_list() returns them in the order of the source file, which is the
+ * order the program runs and numbers them in.  Cases belong to one file.
+ */
+#ifndef SHSTK_LAB_CASE_H
+#define SHSTK_LAB_CASE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ktap.h"
+
+/* What a case function returns (a child's exit status, where one runs it). */
+enum { PASS, FAIL, SKIP };
+
+struct guest_case {
+	const char *name;
+	int (*run)(void);
+	unsigned int line;	/* where it is defined: its place in the list */
+	/* Properties: each program reads the ones its driver knows. */
+	bool needs_shstk;	/* skipped where shadow stacks cannot be on */
+	bool before_enable;	/* runs before the program enables them */
+	int exit_status;	/* what the child running the case exits with */
+};
+
+#define CASE(fn, ...)							\
+	static int fn(void);						\
+	static const struct guest_case fn##_case = {			\
+		.name = #fn, .run = fn, .line = __LINE__, __VA_ARGS__	\
+	};								\
+	static const struct guest_case *fn##_case_entry		\
+		__attribute__((used, section("guest_cases"))) = &fn##_case; \
+	static int fn(void)
+
+/* The linker's bounds of the section. */
+extern const struct guest_case *__start_guest_cases[];
+extern const struct guest_case *__stop_guest_cases[];
+
+static inline int case_line_cmp(const void *a, const void *b)
+{
+	const struct guest_case *x = *(const struct guest_case *const *)a;
+	const struct guest_case *y = *(const struct guest_case *const *)b;
+
+	return (x->line > y->line) - (x->line < y->line);
+}
+
+/*
+ * The cases in the order of the source: sorted by line, the compiler being
+ * free to emit them in any order.  *n gets their number.
+ */
+static inline const struct guest_case *const *case_list(size_t *n)
+{
+	*n = __stop_guest_cases - __start_guest_cases;
+	qsort(__start_guest_cases, *n, sizeof(*__start_guest_cases), case_line_cmp);
+	return __start_guest_cases;
+}
+
+/* A failed condition: where, what, and the message, then FAIL. */
+#define CHECK(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			ktap_diag("%s:%d: FAILED: %s", __FILE__, __LINE__, #cond); \
+			__VA_OPT__(ktap_diag(__VA_ARGS__);)		\
+			return FAIL;					\
+		}							\
+	} while (0)
+
+/* Why the last case that returned SKIP skipped. */
+static char skipped_why[256] __attribute__((unused));
+
+/* A case that cannot run here says why and returns SKIP. */
+#define SKIP_CASE(...)							\
+	do {								\
+		snprintf(skipped_why, sizeof(skipped_why),	\
+			 __VA_ARGS__);					\
+		return SKIP;						\
+	} while (0)
+
+#endif /* SHSTK_LAB_CASE_H */
