@@ -265,6 +265,26 @@ class BackendTest(unittest.TestCase):
                     self.assertEqual(r.returncode, 0, r.stderr)
                     self.assertEqual(r.stdout.split(), [want])
 
+    def test_the_snapshot_key_follows_its_inputs_and_writes_nothing_here(self):
+        # A snapshot restored into another machine than it was saved from
+        # fails; one made again for every run is a cold boot each time.
+        with tempfile.TemporaryDirectory() as d:
+            image, base = os.path.join(d, "image"), os.path.join(d, "base")
+            for path in (image, base):
+                with open(path, "w") as f:
+                    f.write("one")
+            show = (f'export SHSTK_EMU_BIN=/q SHSTK_EMU_DESCRIPTION=d; emu_vars qemu; '
+                    f'qemu_snapshot_key {image} {base} "console=ttyS0"')
+            key = self.emu(show)
+            self.assertEqual(len(key[0]), 16)
+            self.assertEqual(self.emu(show), key)
+            self.assertNotEqual(self.emu(show, {"SHSTK_ROOTFS": base}), key)
+            self.assertNotEqual(self.emu("GDB_PORT=1; " + show), key)
+            with open(image, "w") as f:
+                f.write("two")
+            self.assertNotEqual(self.emu(show), key)
+        self.assertFalse(os.path.exists(os.path.join(TOP, "scripts", "vm", "emulators", "qemu.sh.sha256")))
+
     def test_cet_where_the_qemu_has_it(self):
         show = 'echo "${EMU_NO_SHSTK_WHY:-none}" | tr " " _; echo "${EMU_SSP_REGISTER:-none}"'
         self.assertEqual(self.emu("emu_vars qemu; " + show), ["none", "pl3_ssp"])

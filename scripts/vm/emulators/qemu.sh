@@ -28,7 +28,7 @@
 #                         ("" when it can)
 #     EMU_QMP             "yes" if a paused VM (GDB_PORT) also listens for
 #                         QMP on $(qmp_socket OUT) and can dump the guest's
-#                         memory as a core drgn opens (checks/oracle.py)
+#                         memory as a core drgn opens
 #     EMU_RESULTS_DEV     the guest's device for the results channel
 #     EMU_ROOTFS_DEV      the guest's device of the bpftrace root filesystem's
 #                         disk (guest/init.sh shstk.rootfs=)
@@ -340,7 +340,8 @@ qemu_snapshot_key() {
 	arch_set cpu qemu_cpu
 	arch_set transport virtio
 	key=$({
-		file_sha256 "$SHSTK_TOP/scripts/vm/emulators/qemu.sh"
+		# Hashed as it is: file_sha256 would keep its sum beside the source.
+		sha256sum <"$SHSTK_TOP/scripts/vm/emulators/qemu.sh"
 		echo "$EMU_DESCRIPTION"
 		file_sha256 "$1"
 		file_sha256 "$2"
