@@ -4,9 +4,10 @@
     python3 -m checks.gdbsteps OUTDIR ARCH GDB_EXIT_STATUS
 
 Reads OUTDIR/gdb-steps.jsonl (written by gdb/check_clone3.py), the VM's
-console log and the guest program's KTAP.  Every step must pass, every step
-the arch needs must be there (a breakpoint that never hit is a missing step),
-gdb must have exited 0 and the kernel must have stayed clean.  A step that
+console log and the guest program's KTAP.  Every step must pass (the drgn
+oracle's, logged with both readings, by checks/oracle.py's verdict), every
+step the arch needs must be there (a breakpoint that never hit is a missing
+step), gdb must have exited 0 and the kernel must have stayed clean.  A step that
 was not exercised is a skip with its reason (the consumption steps of a
 caller without shadow stacks, a live SSP no gdbstub shows), counted as such;
 a skip anywhere else is a failure.
@@ -16,7 +17,7 @@ import json
 import os
 import sys
 
-from checks import ktap
+from checks import ktap, oracle
 from spec import console, scenario
 from config import arches
 
@@ -87,7 +88,7 @@ def main(argv):
     steps = []
     try:
         with open(os.path.join(outdir, "gdb-steps.jsonl")) as f:
-            steps = [json.loads(line) for line in f if line.strip()]
+            steps = [oracle.judge(json.loads(line)) for line in f if line.strip()]
     except FileNotFoundError:
         pass
 

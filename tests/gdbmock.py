@@ -431,9 +431,11 @@ def install():
     if "gdb" not in sys.modules:
         sys.modules["gdb"] = _gdb_module()
         sys.modules.update(_linux_modules())
-    path = os.path.join(TOP, "gdb")
-    if path not in sys.path:
-        sys.path.insert(0, path)
+    # gdb/ for shstk, scripts/vm for the QMP client, as gdb/check_clone3.py
+    # puts them on the path.
+    for path in (os.path.join(TOP, "scripts", "vm"), os.path.join(TOP, "gdb")):
+        if path not in sys.path:
+            sys.path.insert(0, path)
     return sys.modules["gdb"]
 
 

@@ -1,16 +1,22 @@
 # SPDX-License-Identifier: GPL-2.0
 """gdb/check_clone3.py with gdb mocked: nothing happens at import, one
-handler per stop, the expectations from spec/scenario.py."""
+handler per stop (gdb/shstk/clone3stops.py), the expectations from
+spec/scenario.py, the run (gdb/shstk/clone3run.py) on the framework
+(gdb/shstk/stepcheck.py)."""
 import importlib.util
 import io
 import json
 import os
+import tempfile
 import unittest
 from unittest import mock
 
 from tests import gdbmock
 
 gdb = gdbmock.install()
+
+from shstk import archops, clone3run, clone3stops, stepcheck  # noqa: E402
+from spec import scenario  # noqa: E402
 
 
 def load():
@@ -31,33 +37,33 @@ class ImportTest(unittest.TestCase):
 
 
 class HandlerTest(unittest.TestCase):
-    cc = load()
+    cs = clone3stops
 
     def run_for(self, arch, emu="qemu", shstk_on=True):
         gdbmock.reset(arch)
-        run = self.cc.Run(io.StringIO(), arch, emu)
+        run = self.cs.Run(io.StringIO(), arch, emu)
         run.shstk_on = shstk_on
         return run
 
     def steps(self, run):
-        return [json.loads(line) for line in run.log.getvalue().splitlines()]
+        return [json.loads(line) for line in run.log.f.getvalue().splitlines()]
 
     def test_every_stop_has_a_handler(self):
-        self.assertEqual(set(self.cc.HANDLERS), {"entry", "alloc", "alloc_ret", "validate",
+        self.assertEqual(set(self.cs.HANDLERS), {"entry", "alloc", "alloc_ret", "validate",
                                                  "validate_ret", "newtask", "child", "parent"})
         for case in ("valid", "misaligned", "no_token", "normal", "reused"):
             for on in (True, False):
-                self.assertTrue(set(self.cc.scenario.gdb_path(case, on)) <= set(self.cc.HANDLERS))
+                self.assertTrue(set(scenario.gdb_path(case, on)) <= set(self.cs.HANDLERS))
 
     def child_stop(self, arch, registers, symbols=()):
         run = self.run_for(arch, "bochs" if arch == "x86_64" else "qemu")
         gdbmock.STATE.symbols.update(symbols)
-        case = self.cc.Case("valid")
+        case = self.cs.Case("valid")
         case.token = 0x7f0000000ff8
         task = gdbmock.struct("task_struct", 0x1000, pid=9)
         gdbmock.STATE.current_task = gdbmock.pointer(task)
         gdbmock.STATE.frame = gdbmock.Frame(registers=registers)
-        ok = self.cc.on_child(run, case)
+        ok = self.cs.on_child(run, case)
         return ok, self.steps(run)[-1]
 
     def validate_stop(self, symbols, stop, caller, hook_arg):
@@ -68,20 +74,20 @@ class HandlerTest(unittest.TestCase):
         from shstk import commands, usermem
         run = self.run_for("x86_64")
         gdbmock.STATE.global_symbols = symbols
-        self.cc.set_breakpoints(run)
+        clone3run.set_breakpoints(run)
         self.assertIn(stop, [b.spec for b in gdbmock.STATE.breakpoints])
         gdbmock.STATE.frame = gdbmock.Frame(stop, older=gdbmock.Frame(caller))
-        case = self.cc.Case("valid")
+        case = self.cs.Case("valid")
         case.token = 0x7f0000002ff8
         case.alloc_task = gdbmock.struct("task_struct", 0x1000, pid=9)
         check_task = gdbmock.struct("task_struct", 0x2000, pid=9)
         arg = gdbmock.pointer(check_task) if hook_arg is None else gdbmock.Value(hook_arg)
         mm = mock.Mock(return_value=0x3000)
-        with mock.patch.object(self.cc, "first_arg", return_value=arg), \
+        with mock.patch.object(archops, "first_arg", return_value=arg), \
                 mock.patch.object(usermem, "task_mm", mm), \
                 mock.patch.object(usermem, "read_u64", return_value=0x7f0000003001), \
-                mock.patch.object(self.cc, "check_oracle", return_value=True):
-            ok = self.cc.on_validate(run, case)
+                mock.patch.object(self.cs, "check_oracle", return_value=True):
+            ok = self.cs.on_validate(run, case)
         self.assertIs(commands.token_check(), commands.CORE_CHECK if symbols
                       else commands.ARCH_CHECK)
         return ok, self.steps(run), mm.call_args_list, gdbmock.STATE.breakpoints[-1]
@@ -135,7 +141,7 @@ class HandlerTest(unittest.TestCase):
             with self.subTest(shstk_on=on, rax=rax):
                 run = self.run_for("x86_64", shstk_on=on)
                 gdbmock.STATE.symbols["(long)$rax"] = rax
-                self.cc.on_parent(run, self.cc.Case("normal"))
+                self.cs.on_parent(run, self.cs.Case("normal"))
                 self.assertEqual(self.steps(run)[-1]["verdict"], verdict)
 
     def test_run_case_checks_the_path_and_survives_an_unreadable_stop(self):
@@ -145,11 +151,11 @@ class HandlerTest(unittest.TestCase):
         def unreadable(run, case):
             raise gdb.MemoryError("Cannot access memory at address 0x10")
 
-        handlers = dict.fromkeys(self.cc.HANDLERS, lambda run, case: True)
+        handlers = dict.fromkeys(self.cs.HANDLERS, lambda run, case: True)
         handlers["alloc_ret"] = unreadable
-        with mock.patch.object(self.cc, "next_stop", lambda run: next(stops)), \
-                mock.patch.dict(self.cc.HANDLERS, handlers):
-            ok = self.cc.run_case(run, "no_token")
+        with mock.patch.object(clone3run, "next_stop", lambda run: next(stops)), \
+                mock.patch.dict(self.cs.HANDLERS, handlers):
+            ok = clone3run.run_case(run, "no_token")
         steps = self.steps(run)
         self.assertFalse(ok)
         self.assertEqual(steps[0]["step"], "internal")
@@ -159,30 +165,33 @@ class HandlerTest(unittest.TestCase):
     def test_a_user_mode_stop_without_kernel_reads_is_told_by_address_space(self):
         # riscv: QEMU's gdbstub cannot read kernel memory while the CPU is
         # in user mode, so the task's comm is out of reach; satp says whose.
+        # Before the program's address space is known, the stop is not
+        # counted, and said so (stepcheck.Stops.ours).
         satp_ppn = 0x81234
         for recorded, satp, ours in ((satp_ppn, satp_ppn | 9 << 44, True),
                                      (satp_ppn, 0x80000, False), (None, satp_ppn, False)):
             with self.subTest(recorded=recorded, satp=hex(satp)):
                 run = self.run_for("riscv64")
-                run.program.address_space = recorded
+                run.stops.program.address_space = recorded
                 gdbmock.STATE.current_task = gdbmock.pointer(0xff60000000001000, "task_struct")
                 gdbmock.STATE.symbols["(unsigned long)$satp"] = satp
-                stop = self.cc.Stop(run, "child", "*shstk_child_entry")
+                stop = stepcheck.ProgramStop(run.stops, "child", "*shstk_child_entry")
                 self.assertEqual(stop.stop(), ours)
-                self.assertEqual(run.hits, ["child"] if ours else [])
+                self.assertEqual(run.stops.hits, ["child"] if ours else [])
                 said = "".join(gdbmock.STATE.out)
-                self.assertEqual("could not tell whose stop this is" in said, recorded is None)
+                self.assertEqual("[gdb-check] could not tell whose stop this is" in said,
+                                 recorded is None)
 
     def test_one_stop_per_call_where_the_elf_symbol_precedes_the_debug_info(self):
         run = self.run_for("riscv64")
         gdbmock.STATE.locations["__riscv_sys_clone3"] = (0x8001e958, 0x8001e960)
         gdbmock.STATE.described = {0x8001e960}
-        stop = self.cc.Stop(run, "entry", "__riscv_sys_clone3")
+        stop = stepcheck.ProgramStop(run.stops, "entry", "__riscv_sys_clone3")
         self.assertEqual([(loc.address, loc.enabled) for loc in stop.locations],
                          [(0x8001e958, False), (0x8001e960, True)])
         # Nothing described, or one location only: all stay on.
         gdbmock.STATE.described = set()
-        stop = self.cc.Stop(run, "entry", "__riscv_sys_clone3")
+        stop = stepcheck.ProgramStop(run.stops, "entry", "__riscv_sys_clone3")
         self.assertTrue(all(loc.enabled for loc in stop.locations))
 
     def test_the_entry_is_kept_where_gdb_also_skipped_the_prologue(self):
@@ -195,17 +204,17 @@ class HandlerTest(unittest.TestCase):
         gdbmock.STATE.described = {0x8001eb20, 0x8001eb32}
         inlined = (("__se_sys_clone3", 0x8001eb20), ("__riscv_sys_clone3", 0x8001eb20))
         gdbmock.STATE.code_functions = {0x8001eb20: inlined, 0x8001eb32: inlined}
-        stop = self.cc.Stop(run, "entry", "__riscv_sys_clone3")
+        stop = stepcheck.ProgramStop(run.stops, "entry", "__riscv_sys_clone3")
         self.assertEqual([(loc.address, loc.enabled) for loc in stop.locations],
                          [(0x8001eb20, True), (0x8001eb32, False)])
         # No location at the entry (x86 and arm64, restored): gdb's stay.
         gdbmock.STATE.locations["copy_thread"] = (0x1008,)
         gdbmock.STATE.code_functions = {0x1008: (("copy_thread", 0x1000),)}
-        stop = self.cc.Stop(run, "alloc", "copy_thread")
+        stop = stepcheck.ProgramStop(run.stops, "alloc", "copy_thread")
         self.assertEqual([(loc.address, loc.enabled) for loc in stop.locations], [(0x1008, True)])
         # By address: nothing to choose.
         gdbmock.STATE.locations["*0x8001eb32"] = (0x8001eb32,)
-        stop = self.cc.Stop(run, "entry", "*0x8001eb32")
+        stop = stepcheck.ProgramStop(run.stops, "entry", "*0x8001eb32")
         self.assertTrue(stop.locations[0].enabled)
 
     def test_syscall_args_from_the_argument_register_where_the_frame_names_none(self):
@@ -220,7 +229,7 @@ class HandlerTest(unittest.TestCase):
             return read
         gdbmock.STATE.symbols["$shstk_regs->orig_a0"] = field("orig_a0", 0x7fffffff1000)
         gdbmock.STATE.symbols["$shstk_regs->a1"] = field("a1", 96)
-        self.assertEqual(self.cc.ops().syscall_args(), [0x7fffffff1000, 96])
+        self.assertEqual(archops.ops().syscall_args(), [0x7fffffff1000, 96])
 
     def test_a_stop_reported_again_is_told_from_a_new_one(self):
         run = self.run_for("riscv64")
@@ -230,12 +239,9 @@ class HandlerTest(unittest.TestCase):
         child = ("child", 2, space, 0x1082c, 0x94000)
 
         def counted(here):
-            repeat = self.cc.is_repeat(run, here)
-            if not repeat:          # what next_stop() keeps of a new stop
-                run.last_stop = here
-                if here[0] == "entry":
-                    run.since_entry.clear()
-                run.since_entry.add(here)
+            repeat = run.stops.is_repeat(here)
+            if not repeat:          # what Stops.next() keeps of a new stop
+                run.stops.counted(here)
             return repeat
         # The parent's return seen again after the child's stop (riscv); the
         # entry twice in a row (QEMU 10.2 and 11.1).
@@ -245,22 +251,137 @@ class HandlerTest(unittest.TestCase):
         self.assertEqual([counted(h) for h in (entry, parent)], [False, False])
         # Another vCPU, or a stop that could not be placed, is never a repeat.
         self.assertFalse(counted(("parent", 2) + parent[2:]))
-        self.assertFalse(self.cc.is_repeat(run, None))
+        self.assertFalse(run.stops.is_repeat(None))
 
     def test_run_case_fails_a_wrong_path(self):
         # With a shadow stack, no_token must reach the token check.
         run = self.run_for("arm64", shstk_on=True)
         stops = iter(["entry", "alloc", "alloc_ret", "parent"])
-        with mock.patch.object(self.cc, "next_stop", lambda run: next(stops)), \
-                mock.patch.dict(self.cc.HANDLERS, dict.fromkeys(self.cc.HANDLERS,
+        with mock.patch.object(clone3run, "next_stop", lambda run: next(stops)), \
+                mock.patch.dict(self.cs.HANDLERS, dict.fromkeys(self.cs.HANDLERS,
                                                                 lambda run, case: True)):
-            self.assertFalse(self.cc.run_case(run, "no_token"))
+            self.assertFalse(clone3run.run_case(run, "no_token"))
         self.assertEqual(self.steps(run)[-1]["verdict"], "fail")
 
 
 
+class MainTest(unittest.TestCase):
+    def test_the_log_ends_with_the_skips_and_gdbs_verdict(self):
+        gdbmock.reset("x86_64")
+        detached = []
+
+        def execute(command, from_tty=False, to_string=False):
+            detached.append(command)
+
+        def run_case(run, name):
+            run.shstk_on, run.why = False, "no CET"
+            return True
+
+        with tempfile.TemporaryDirectory() as d:
+            steps = os.path.join(d, "gdb-steps.jsonl")
+            with mock.patch.dict(os.environ, {"SHSTK_STEPS": steps, "SHSTK_EMU": "qemu"}), \
+                    mock.patch.object(clone3run, "set_breakpoints"), \
+                    mock.patch.object(clone3run, "run_case", run_case), \
+                    mock.patch.object(clone3run.gdb, "execute", execute):
+                clone3run.main()
+            with open(steps) as f:
+                log = [json.loads(line) for line in f]
+        self.assertEqual(log[-1], {"step": "verdict", "verdict": "pass"})
+        self.assertEqual([(s["case"], s["step"]) for s in log[:-1]],
+                         scenario.not_exercised(False))
+        self.assertTrue(all(s["verdict"] == "skip" and s["reason"] == "no CET" for s in log[:-1]))
+        self.assertEqual(detached, ["detach"])
+
+
+class OracleStepTest(unittest.TestCase):
+    """Step 3c: gdb logs drgn's reading beside the helpers' (the dump kept
+    only where they differ); checks/oracle.py gives the verdict."""
+
+    VMAS = ["0x7f0000001000-0x7f0000002000", "0x7f0000003000-0x7f0000004000"]
+    WORD = 0x7f0000003001
+
+    def oracle_step(self, drgn_vmas, drgn_word, no_word=None):
+        from checks import oracle
+        gdbmock.reset("x86_64")
+        run = clone3stops.Run(io.StringIO(), "x86_64", "qemu")
+        case = clone3stops.Case("valid")
+        case.token, case.mm, case.word_before = 0x7f0000003ff8, 0x3000, self.WORD
+        got = {"drgn_vmas": drgn_vmas, "drgn_word": drgn_word, "no_word": no_word,
+               "dump_seconds": 0.5}
+        with tempfile.TemporaryDirectory() as d:
+            core = os.path.join(d, "vmcore")
+            open(core, "w").close()
+            env = {"SHSTK_QMP": os.path.join(d, "qmp.sock"), "SHSTK_VMLINUX": "vmlinux",
+                   "SHSTK_STEPS": os.path.join(d, "gdb-steps.jsonl")}
+            gdbmock.STATE.symbols["(int)VMA_SHADOW_STACK_BIT"] = 41
+            with mock.patch.dict(os.environ, env), \
+                    mock.patch.object(clone3stops, "ss_vmas", return_value=self.VMAS), \
+                    mock.patch.object(clone3stops.coredump, "read", return_value=got) as read:
+                self.assertTrue(clone3stops.check_oracle(run, case, None))
+            kept = os.path.exists(core)
+        self.assertEqual(read.call_args.args[3:], (0x3000, 0x7f0000003ff8, 41))
+        step = json.loads(run.log.f.getvalue())
+        return step, oracle.judge(step), kept
+
+    def test_agreement_passes_and_the_dump_goes(self):
+        step, judged, kept = self.oracle_step(list(self.VMAS), self.WORD)
+        self.assertEqual((step["verdict"], judged["verdict"], judged["problems"]),
+                         ("pending", "pass", []))
+        self.assertEqual((step["helper_word"], step["drgn_word"], step["token_word"]),
+                         (hex(self.WORD),) * 3)
+        self.assertEqual(step["helper_vmas"], step["drgn_vmas"])
+        self.assertFalse(kept)
+        self.assertIsNone(step["core"])
+
+    def test_a_disagreement_fails_and_the_dump_stays(self):
+        step, judged, kept = self.oracle_step(self.VMAS[:1], self.WORD + 0x1000)
+        self.assertEqual(judged["verdict"], "fail")
+        self.assertEqual(len(judged["problems"]), 2)
+        self.assertTrue(kept)
+        self.assertTrue(step["core"].endswith("vmcore"))
+
+    def test_without_drgns_word_the_vmas_decide(self):
+        step, judged, kept = self.oracle_step(list(self.VMAS), None, "no riscv64 walk")
+        self.assertEqual((judged["verdict"], step["token_word"], step["drgn_word"]),
+                         ("pass", "not read", None))
+        self.assertIn("not the token word: no riscv64 walk", step["expectation"])
+        self.assertFalse(kept)
+
+    def test_the_pending_verdict_is_the_one_checks_judge(self):
+        from checks import oracle
+        self.assertEqual(clone3stops.PENDING, oracle.PENDING)
+
+    def test_a_dump_not_read_is_a_failed_step(self):
+        gdbmock.reset("x86_64")
+        run = clone3stops.Run(io.StringIO(), "x86_64", "qemu")
+        case = clone3stops.Case("valid")
+        case.mm = 0x3000
+        env = {"SHSTK_QMP": "/nonexistent/qmp.sock", "SHSTK_VMLINUX": "vmlinux",
+               "SHSTK_STEPS": "/nonexistent/gdb-steps.jsonl"}
+        gdbmock.STATE.symbols["(int)VMA_SHADOW_STACK_BIT"] = 41
+        for error, said in ((ImportError("No module named 'drgn'"), "no drgn in gdb's Python"),
+                            (clone3stops.coredump.Unreadable("OSError: no socket"),
+                             "OSError: no socket")):
+            with mock.patch.dict(os.environ, env), \
+                    mock.patch.object(clone3stops, "ss_vmas", return_value=[]), \
+                    mock.patch.object(clone3stops.coredump, "read", side_effect=error):
+                self.assertFalse(clone3stops.check_oracle(run, case, None))
+            step = json.loads(run.log.f.getvalue().splitlines()[-1])
+            self.assertEqual(step["verdict"], "fail")
+            self.assertIn(said, step["error"])
+
+    def test_no_qmp_is_a_skip(self):
+        gdbmock.reset("x86_64")
+        run = clone3stops.Run(io.StringIO(), "x86_64", "bochs")
+        with mock.patch.dict(os.environ, {}, clear=True):
+            self.assertTrue(clone3stops.check_oracle(run, clone3stops.Case("valid"), None))
+        step = json.loads(run.log.f.getvalue())
+        self.assertEqual((step["verdict"], step["reason"]),
+                         ("skip", "bochs has no QMP to dump the guest's memory with"))
+
+
 class ContextViewCheckTest(unittest.TestCase):
-    """gdb-check's judgement of the context view (gdb/check_clone3.py)."""
+    """gdb-check's judgement of the context view (gdb/shstk/clone3stops.py)."""
 
     TOKEN_LINE = "shstk_token 0x7fb6a0d31ff8"
     VIEW = """── shstk-context ──
@@ -271,10 +392,7 @@ class ContextViewCheckTest(unittest.TestCase):
   (0.02 s; shstk-context off hides this)
 """
 
-    def setUp(self):
-        gdbmock.install()
-        import check_clone3
-        self.cc = check_clone3
+    cc = clone3stops
 
     def test_a_good_view(self):
         self.assertEqual(self.cc.context_problems(self.VIEW, self.TOKEN_LINE, False), ([], 0.02))

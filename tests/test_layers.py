@@ -143,6 +143,13 @@ class PythonLayersTest(unittest.TestCase):
         self.assertEqual({p: i - {"checks", "spec", "config"} for p, i in found.items()
                           if i - {"checks", "spec", "config"}}, {})
 
+    def test_gdb_reads_and_checks_judge(self):
+        # The drgn oracle's reading is gdb/shstk/coredump.py's, its
+        # comparison checks/oracle.py's.
+        found = {**self.imports_of("gdb/*.py"), **self.imports_of("gdb/shstk/*.py")}
+        self.assertGreaterEqual(len(found), 10)
+        self.assertEqual([p for p, i in found.items() if "checks" in i], [])
+
     def test_the_vm_layers_python_imports_only_the_shared_libraries(self):
         found = self.imports_of("scripts/vm/*.py")
         self.assertIn("scripts/vm/qmp.py", found)

@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 """checks.oracle: the drgn oracle's verdict, without a VM."""
+import contextlib
+import io
+import json
 import os
 import tempfile
 import unittest
 
-from checks import oracle
+from checks import gdbsteps, oracle
+from spec import scenario
 
 
 VMAS = ["0x7f8eed3e7000-0x7f8eed3e8000", "0x7f8eed3e5000-0x7f8eed3e6000"]
@@ -28,50 +32,63 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(oracle.compare(VMAS, WORD, VMAS, None), [])
         self.assertEqual(len(oracle.compare(VMAS[1:], WORD, VMAS, None)), 1)
 
-    def test_riscv64_maps(self):
-        info = {"NUMBER(KERNEL_LINK_ADDR)": "0xffffffff80000000",
-                "NUMBER(va_kernel_pa_offset)": "0xfffffffeffe00000",
-                "NUMBER(PAGE_OFFSET)": "0xff60000000000000",
-                "NUMBER(phys_ram_base)": "2147483648", "NUMBER(VA_BITS)": "57"}
-        (kvirt, _, kphys), (lvirt, _, lphys) = oracle.riscv64_direct_maps(info, 0xffffffff81a00000)
-        self.assertEqual(kvirt - kphys, 0xfffffffeffe00000)
-        self.assertEqual((lvirt, lphys), (0xff60000000000000, 0x80000000))
-
     def test_order_matters(self):
         # Both list in address order; a walk out of order is a wrong walk.
         self.assertTrue(oracle.compare(list(reversed(VMAS)), WORD, VMAS, WORD))
 
 
-def elf_core_with_note(name, desc):
-    """A minimal 64-bit ELF core holding one note, as QEMU's dump starts."""
-    import struct
-    namez = name + b"\0"
-    note = struct.pack("<III", len(namez), len(desc), 0) + namez.ljust((len(namez) + 3) // 4 * 4, b"\0") \
-        + desc.ljust((len(desc) + 3) // 4 * 4, b"\0")
-    ehdr = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
-    ehdr += struct.pack("<HHIQQQIHHHHHH", 4, 183, 1, 0, 64, 0, 0, 64, 56, 1, 0, 0, 0)
-    phdr = struct.pack("<IIQQQQQQ", 4, 0, 64 + 56, 0, 0, len(note), len(note), 0)
-    return ehdr + phdr + note
+class JudgeTest(unittest.TestCase):
+    """The step 3c gdb-check logs, with both readings and the verdict
+    "pending", judged here; every other step as it is."""
+
+    STEP = {"step": scenario.STEP_ORACLE, "case": "valid", "verdict": oracle.PENDING,
+            "helper_vmas": VMAS, "drgn_vmas": VMAS, "helper_word": hex(WORD),
+            "drgn_word": hex(WORD), "token_word": hex(WORD)}
+
+    def test_agreement_passes(self):
+        judged = oracle.judge(dict(self.STEP))
+        self.assertEqual((judged["verdict"], judged["problems"]), ("pass", []))
+
+    def test_disagreement_fails_with_the_problems(self):
+        judged = oracle.judge(dict(self.STEP, drgn_vmas=VMAS[:1], drgn_word="0x0"))
+        self.assertEqual(judged["verdict"], "fail")
+        self.assertEqual(len(judged["problems"]), 2)
+        # The helpers read nothing where drgn read a word.
+        judged = oracle.judge(dict(self.STEP, helper_word=None))
+        self.assertIn("the helpers read nothing (unmapped)", judged["problems"][0])
+
+    def test_a_word_drgn_could_not_read(self):
+        judged = oracle.judge(dict(self.STEP, drgn_word=None, token_word="not read"))
+        self.assertEqual(judged["verdict"], "pass")
+
+    def test_other_steps_and_verdicts_pass_through(self):
+        for step in ({"step": scenario.STEP_BEFORE, "verdict": oracle.PENDING},
+                     dict(self.STEP, verdict="skip"), dict(self.STEP, verdict="fail")):
+            self.assertIs(oracle.judge(step), step)
 
 
-class VmcoreinfoTest(unittest.TestCase):
-    def test_the_note_is_read_and_the_arm64_maps_follow(self):
-        desc = (b"OSRELEASE=7.3.4+\nNUMBER(VA_BITS)=52\n"
-                b"NUMBER(kimage_voffset)=0xffff80003fe00000\nNUMBER(PHYS_OFFSET)=0x40000000\n")
-        with tempfile.NamedTemporaryFile(delete=False) as f:
-            f.write(elf_core_with_note(b"VMCOREINFO", desc))
-        self.addCleanup(os.unlink, f.name)
-        info = oracle.vmcoreinfo(f.name)
-        self.assertEqual(info["OSRELEASE"], "7.3.4+")
-        maps = oracle.aarch64_direct_maps(info, 0xffff800080000000, 0xffff800080bc0000)
-        # The image: swapper_pg_dir's virtual 0xffff800080995000 is physical
-        # 0x40b95000; the linear map starts at PAGE_OFFSET = -(1 << 52).
-        (kvirt, ksize, kphys), (lvirt, _, lphys) = maps
-        self.assertEqual(0xffff800080995000 - (kvirt - kphys), 0x40b95000)
-        self.assertEqual((lvirt, lphys), (0xfff0000000000000, 0x40000000))
+class GdbStepsTest(unittest.TestCase):
+    """make gdb-check's closing line counts step 3c by checks/oracle.py's
+    verdict."""
 
-    def test_no_note_is_an_empty_dict(self):
-        with tempfile.NamedTemporaryFile(delete=False) as f:
-            f.write(elf_core_with_note(b"CORE", b"\0" * 16))
-        self.addCleanup(os.unlink, f.name)
-        self.assertEqual(oracle.vmcoreinfo(f.name), {})
+    def closing_line(self, oracle_step):
+        from tests.test_gdb_decode import step_log
+        steps = [dict(s, **oracle_step) if s.get("step") == scenario.STEP_ORACLE else s
+                 for s in step_log(True)]
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "gdb-steps.jsonl"), "w") as f:
+                f.write("".join(json.dumps(s) + "\n" for s in steps))
+            with open(os.path.join(d, "guest.out"), "w") as f:
+                f.write("SHSTK-LAB BEGIN shstk_gdb\nKTAP version 1\n1..1\nok 1 a\n"
+                        "SHSTK-LAB END shstk_gdb rc=0\nSHSTK-LAB DONE\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = gdbsteps.main(["gdbsteps", d, "arm64", "0"])
+        return rc, out.getvalue().splitlines()[-1]
+
+    def test_agreement_is_a_pass_and_disagreement_a_failure(self):
+        step = {k: v for k, v in JudgeTest.STEP.items() if k not in ("step", "case")}
+        self.assertEqual(self.closing_line(step),
+                         (0, "gdb-check arm64: 31 passed, 0 failed, 0 skipped"))
+        self.assertEqual(self.closing_line(dict(step, drgn_vmas=VMAS[:1])),
+                         (1, "gdb-check arm64: 30 passed, 1 failed, 0 skipped"))

@@ -137,33 +137,42 @@ if __name__ == "__main__":
 
 
 class RaceStopTest(unittest.TestCase):
-    """gdb/check_replay.py's breakpoints, gdb mocked: whose stop a riscv
-    user-mode stop is, where the task on the CPU cannot be read."""
+    """gdb/shstk/racecheck.py's stops, gdb mocked: whose stop a riscv
+    user-mode stop is, where the task on the CPU cannot be read (the
+    policy gdb-check's stops share, gdb/shstk/stepcheck.py): the address
+    space decides, once known; until then it is not the program's."""
 
     def setUp(self):
         from tests import gdbmock
         self.gdbmock = gdbmock
         gdbmock.install()
         gdbmock.reset("riscv64")
-        spec = importlib.util.spec_from_file_location(
-            "check_replay", os.path.join(gdbmock.TOP, "gdb", "check_replay.py"))
-        self.cr = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(self.cr)
+        from shstk import racecheck, stepcheck
+        self.rc, self.stepcheck = racecheck, stepcheck
+        self.stops = stepcheck.Stops(racecheck.PROG_COMM, lambda text: None,
+                                     round_start="validate")
 
     def stop_in_user_mode(self, satp):
         self.gdbmock.STATE.current_task = self.gdbmock.pointer(0xff60000000001000,
                                                                "task_struct")
         self.gdbmock.STATE.symbols["(unsigned long)$satp"] = satp
-        self.cr.HITS.clear()
-        return self.cr.RaceStop("parent", "*race_parent_return").stop()
+        self.stops.hits.clear()
+        return self.stepcheck.ProgramStop(self.stops, "parent", f"*{self.rc.PARENT}").stop()
 
-    def test_before_any_stop_of_the_program_its_text_says_it_is_ours(self):
-        self.assertTrue(self.stop_in_user_mode(0x80000))
-        self.assertEqual(self.cr.HITS, ["parent"])
+    def test_before_the_programs_address_space_is_known_a_user_stop_is_not_counted(self):
+        self.assertFalse(self.stop_in_user_mode(0x80000))
+        self.assertEqual(self.stops.hits, [])
 
     def test_once_its_address_space_is_known_it_decides(self):
-        self.stop_in_user_mode(0x80000)
-        self.cr.program().address_space = 0x81234
+        # Learnt at the program's exec (stepcheck.ExecStop), before main().
+        self.stops.program.address_space = 0x81234
         self.assertTrue(self.stop_in_user_mode(0x81234 | 9 << 44))
         self.assertFalse(self.stop_in_user_mode(0x80000))
-        self.assertEqual(self.cr.HITS, [])
+        self.assertEqual(self.stops.hits, [])
+
+    def test_the_check_script_imports_nothing_at_load(self):
+        spec = importlib.util.spec_from_file_location(
+            "check_replay", os.path.join(self.gdbmock.TOP, "gdb", "check_replay.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.assertEqual(self.gdbmock.STATE.breakpoints, [])

@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The guest's memory as drgn reads it: an independent reading for the gdb
+helpers' own (make gdb-check's step 3c, checks/oracle.py).
+
+gdb/shstk walks the maple tree and the page tables itself to list a task's
+VMAs and read its memory.  drgn (for_each_vma(), access_remote_vm()) shares
+no code with those walks: QEMU writes the guest's memory to an ELF core
+(QMP dump-guest-memory, with the kernel's vmcoreinfo note from -device
+vmcoreinfo), drgn opens it with vmlinux, and both readings go in the step
+log for checks/oracle.py to compare.
+
+No gdb here.  read() needs drgn (the toolbox's python3-drgn: gdb's Python
+has it) and the VM layer's QMP client (scripts/vm/qmp.py, on the path
+gdb/check_clone3.py sets); vmcoreinfo() and the maps are plain Python, for
+the host tests.
+"""
+import struct
+import time
+
+import qmp
+
+PT_NOTE = 4
+# Enough for any guest RAM here: a read past the RAM the dump holds fails.
+X86_64_DIRECT_MAP_SIZE = 1 << 46
+
+
+def vmcoreinfo(core):
+    """{key: value} of the VMCOREINFO note of the ELF core @core (QEMU puts
+    the kernel's there), {} if it has none."""
+    with open(core, "rb") as f:
+        ehdr = f.read(64)
+        if ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
+            raise ValueError(f"{core}: not a 64-bit ELF core")
+        phoff, = struct.unpack_from("<Q", ehdr, 32)
+        phentsize, phnum = struct.unpack_from("<HH", ehdr, 54)
+        f.seek(phoff)
+        phdrs = f.read(phentsize * phnum)
+        for i in range(phnum):
+            p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", phdrs, i * phentsize)
+            if p_type != PT_NOTE:
+                continue
+            f.seek(p_offset)
+            notes, pos = f.read(p_filesz), 0
+            while pos + 12 <= len(notes):
+                namesz, descsz, _ = struct.unpack_from("<III", notes, pos)
+                name = notes[pos + 12:pos + 12 + namesz].rstrip(b"\0")
+                desc_at = pos + 12 + (namesz + 3) // 4 * 4
+                desc = notes[desc_at:desc_at + descsz]
+                pos = desc_at + (descsz + 3) // 4 * 4
+                if name == b"VMCOREINFO":
+                    return dict(line.split("=", 1) for line in desc.decode().splitlines()
+                                if "=" in line)
+    return {}
+
+
+def number(info, name):
+    """A NUMBER(name) of vmcoreinfo, which the kernel prints in hex or decimal."""
+    return int(info[f"NUMBER({name})"], 0)
+
+
+def aarch64_direct_maps(info, kernel_start, kernel_end):
+    """[(virtual start, size, physical start)] of the arm64 kernel image and
+    linear map, from vmcoreinfo (kimage_voffset, PHYS_OFFSET, VA_BITS)."""
+    va_bits = number(info, "VA_BITS")
+    page_offset = (-(1 << va_bits)) & (2 ** 64 - 1)
+    kimage_voffset = number(info, "kimage_voffset")
+    phys_offset = number(info, "PHYS_OFFSET")
+    linear = 1 << (va_bits - 1)
+    return [(kernel_start, kernel_end - kernel_start, kernel_start - kimage_voffset),
+            (page_offset, linear, phys_offset)]
+
+
+def riscv64_direct_maps(info, kernel_end):
+    """[(virtual start, size, physical start)] of the riscv64 kernel image
+    and linear map, from vmcoreinfo (KERNEL_LINK_ADDR, va_kernel_pa_offset,
+    PAGE_OFFSET, phys_ram_base, VA_BITS)."""
+    link = number(info, "KERNEL_LINK_ADDR")
+    page_offset = number(info, "PAGE_OFFSET")
+    return [(link, kernel_end - link, link - number(info, "va_kernel_pa_offset")),
+            (page_offset, 1 << (number(info, "VA_BITS") - 2), number(info, "phys_ram_base"))]
+
+
+def direct_maps(prog, info):
+    """The kernel's fixed-offset maps drgn must be given to read a dump
+    QEMU wrote with physical addresses only: [(virtual start, size,
+    physical start)].  drgn 0.0.31 walks page tables through those same
+    maps, so without them its first walk asks for itself ("recursive address
+    translation"); with them, every walk that is checked here (the maple
+    tree, the user page tables) is still drgn's own."""
+    import drgn
+    arch = prog.platform.arch
+    if arch == drgn.Architecture.AARCH64:
+        return aarch64_direct_maps(info, prog.symbol("_text").address,
+                                   prog.symbol("_end").address)
+    if arch == drgn.Architecture.RISCV64:
+        return riscv64_direct_maps(info, prog.symbol("_end").address)
+    if arch == drgn.Architecture.X86_64:
+        # The kernel image drgn maps itself (phys_base); the direct map of
+        # all RAM starts at page_offset_base (randomized, 5-level or not).
+        return [(int(prog["page_offset_base"]), X86_64_DIRECT_MAP_SIZE, 0)]
+    return []
+
+
+def read_with_drgn(core, vmlinux, mm_address, token, shadow_stack_bit):
+    """(["start-end" of each shadow stack VMA], the u64 at @token, why not)
+    of the mm_struct at @mm_address, as drgn reads them from @core.  The
+    word is None, and why says why, where drgn cannot translate a user
+    address (0.0.31 has no riscv64 page table walk)."""
+    import drgn
+    from drgn.helpers.linux.mm import access_remote_vm, for_each_vma
+
+    prog = drgn.Program()
+    prog.set_core_dump(core)
+    prog.load_debug_info([vmlinux])
+    for virt, size, phys in direct_maps(prog, vmcoreinfo(core)):
+        def read(address, count, offset, physical, delta=virt - phys):
+            return prog.read(address - delta, count, True)
+        prog.add_memory_segment(virt, size, read, False)
+    mm = drgn.Object(prog, "struct mm_struct *", value=mm_address)
+    ss = 1 << shadow_stack_bit
+    vmas = [f"{int(v.vm_start):#x}-{int(v.vm_end):#x}" for v in for_each_vma(mm)
+            if int(v.vm_flags) & ss]
+    try:
+        word = int.from_bytes(access_remote_vm(mm, token, 8), "little")
+    except NotImplementedError as e:
+        return vmas, None, f"drgn {drgn.__version__}: {e}"
+    return vmas, word, None
+
+
+class Unreadable(Exception):
+    """The dump could not be taken or drgn could not read it: why."""
+
+
+def read(qmp_path, core, vmlinux, mm_address, token, shadow_stack_bit):
+    """Dump the guest over the QMP socket @qmp_path to @core and read it
+    with drgn (read_with_drgn()): {"drgn_vmas", "drgn_word", "no_word",
+    "dump_seconds"}.  ImportError where gdb's Python has no drgn,
+    Unreadable where the dump or the reading failed."""
+    import drgn
+    t0 = time.monotonic()
+    try:
+        qmp.dump_guest_memory(qmp_path, core)
+        dumped = time.monotonic() - t0
+        vmas, word, no_word = read_with_drgn(core, vmlinux, mm_address, token,
+                                             shadow_stack_bit)
+    except (OSError, qmp.QMPError, drgn.FaultError, drgn.MissingDebugInfoError,
+            ValueError, LookupError) as e:
+        raise Unreadable(f"{type(e).__name__}: {e}") from None
+    return {"drgn_vmas": vmas, "drgn_word": word, "no_word": no_word,
+            "dump_seconds": dumped}
