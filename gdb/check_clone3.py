@@ -11,7 +11,7 @@ checks/gdbsteps.py judge the log.  The run itself is shstk/clone3run.py's,
 on the framework make replay's check shares (shstk/stepcheck.py).
 
 Configuration comes from the environment (set by scripts/gdb-check.sh):
-see shstk/session.py, SHSTK_EMU and SHSTK_EMU_BREAKPOINTS (scripts/lib/vm.sh export_gdb_env), and
+see shstk/session.py, SHSTK_EMU and SHSTK_EMU_BREAKPOINTS (scripts/lib/entry.sh export_gdb_env), and
 SHSTK_STEPS, the JSON-lines step log.
 Importing this file does nothing; gdb runs it as a script (main()).
 """
@@ -21,9 +21,6 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
-# The VM layer's QMP client (import qmp, in shstk/coredump.py), for the
-# dump drgn reads.
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts", "vm"))
 from shstk import session  # noqa: E402
 
 

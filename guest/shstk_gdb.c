@@ -35,9 +35,9 @@ bool shstk_enabled;
 
 /*
  * struct clone_args straddles a page boundary, its token field on the
- * second page, so gdb reads it across two pages on every run.  On the stack
- * it did so only when ASLR put it there, and that is how a reader that
- * took the second half from the wrong physical page went unseen.
+ * second page, so gdb reads it across two pages on every run, where on the
+ * stack it would do so only when ASLR put it there: a reader that takes
+ * the second half from the wrong physical page cannot go unseen.
  */
 static char args_pages[2 * PAGE] __attribute__((aligned(PAGE)));
 #define ARGS_OFFSET (PAGE - 64)

@@ -43,7 +43,7 @@ def kernel_built(arch):
     return os.path.exists(os.path.join(CACHE, IMAGES[arch]))
 
 
-LIBS = ". scripts/lib/core.sh; . scripts/lib/build.sh; . scripts/lib/vm.sh"
+LIBS = ". scripts/lib/entry.sh"
 
 
 class CacheDirTest(unittest.TestCase):
@@ -270,19 +270,23 @@ class BackendTest(unittest.TestCase):
         # fails; one made again for every run is a cold boot each time.
         with tempfile.TemporaryDirectory() as d:
             image, base = os.path.join(d, "image"), os.path.join(d, "base")
-            for path in (image, base):
+            binary = os.path.join(d, "qemu-system-x86_64")
+            for path in (image, base, binary):
                 with open(path, "w") as f:
                     f.write("one")
-            show = (f'export SHSTK_EMU_BIN=/q SHSTK_EMU_DESCRIPTION=d; emu_vars qemu; '
+            show = (f'export SHSTK_EMU_BIN={binary} SHSTK_EMU_DESCRIPTION=d; emu_vars qemu; '
                     f'qemu_snapshot_key {image} {base} "console=ttyS0"')
             key = self.emu(show)
             self.assertEqual(len(key[0]), 16)
             self.assertEqual(self.emu(show), key)
             self.assertNotEqual(self.emu(show, {"SHSTK_ROOTFS": base}), key)
             self.assertNotEqual(self.emu("GDB_PORT=1; " + show), key)
-            with open(image, "w") as f:
-                f.write("two")
-            self.assertNotEqual(self.emu(show), key)
+            for path in (image, binary):
+                with open(path, "w") as f:
+                    f.write("two")
+                new = self.emu(show)
+                self.assertNotEqual(new, key, path)
+                key = new
         self.assertFalse(os.path.exists(os.path.join(TOP, "scripts", "vm", "emulators", "qemu.sh.sha256")))
 
     def test_cet_where_the_qemu_has_it(self):

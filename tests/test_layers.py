@@ -37,11 +37,21 @@ def grep(paths, pattern, code_only=False):
     return hits
 
 
-def calls(paths, functions, skip_definitions=False):
+def calls(paths, functions):
     """Where PATHS call one of the shell FUNCTIONS: at the start of a
     command, not in a comment, a message or a longer name."""
-    rx = r"(^|;|&&|\|\||\||\$\(|\bthen|\bdo|\belse|!|\{ )\s*(%s)\b(?!\(\))" % "|".join(functions)
-    return grep(paths, rx, code_only=True)
+    rx = re.compile(r"(^|;|&&|\|\||\||\$\(|\(|\b(then|do|else|if|elif|while|until|time)\b|!|\{ )"
+                    r"\s*(%s)\b(?!\(\))" % "|".join(functions))
+    strings = re.compile(r'"(\\.|[^"\\])*"|\'[^\']*\'')
+    hits = []
+    for p in paths:
+        with open(os.path.join(TOP, p), errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                if line.lstrip().startswith("#"):
+                    continue
+                if rx.search(strings.sub('""', line)):
+                    hits.append((f"{p}:{n}", line.strip()))
+    return hits
 
 
 def imported(path):
@@ -79,6 +89,7 @@ class ShellLayersTest(unittest.TestCase):
     def test_the_vm_layer_calls_no_build_gdb_or_checks(self):
         # Not even a comment's path: the VM layer is told what to boot.
         self.assertEqual(grep(self.VM, r"scripts/build|build/[a-z]+\.sh|checks\.|gdb/"), [])
+        self.assertEqual(grep(self.VM, r"checks/", code_only=True), [])
         self.assertEqual(grep(self.VM, r"^\s*(\.|source) .*lib/build\.sh"), [])
 
     def test_the_build_layer_boots_nothing(self):
@@ -86,19 +97,32 @@ class ShellLayersTest(unittest.TestCase):
                               code_only=True), [])
 
     def test_the_vm_layer_uses_no_build_helper(self):
-        helpers = shell_functions("scripts/lib/build.sh")
+        helpers = shell_functions("scripts/lib/build.sh") + shell_functions("scripts/lib/entry.sh")
         self.assertIn("build_boot", helpers)
         self.assertEqual(calls(self.VM, helpers), [])
         # The rule can fail: build.sh itself calls its helpers.
         self.assertNotEqual(calls(["scripts/lib/build.sh"], helpers), [])
+
+    def test_the_build_layer_uses_no_vm_helper(self):
+        helpers = [f for f in shell_functions("scripts/lib/vm.sh") if not f.startswith("_")]
+        self.assertIn("emu_vars", helpers)
+        self.assertEqual(calls(self.BUILD, helpers), [])
+
+    def test_only_entry_points_source_entry_sh(self):
+        sourcing = {hit[0].split(":")[0] for hit in grep(
+            tracked("scripts/*/*", "scripts/*/*/*"), r"^\s*(\.|source) .*lib/entry\.sh")}
+        self.assertEqual(sourcing, set())
+        self.assertGreaterEqual(len(grep(tracked("scripts/*.sh"), r"^\. .*lib/entry\.sh")), 10)
 
     def test_core_holds_only_what_more_than_the_vm_layer_uses(self):
         # A core helper whose only callers are in the VM layer belongs
         # in scripts/lib/vm.sh.
         others = [p for p in tracked("scripts/*", "scripts/*/*", "scripts/*/*/*", "Makefile")
                   if p not in self.VM and not p.endswith((".py", ".md"))]
+        # Any use but its definition and comments: a trap's text counts.
         vm_only = [fn for fn in shell_functions("scripts/lib/core.sh")
-                   if not fn.startswith("_") and not calls(others, [fn])]
+                   if not fn.startswith("_")
+                   and not grep(others, r"\b%s\b(?!\(\))" % fn, code_only=True)]
         self.assertEqual(vm_only, [])
 
 

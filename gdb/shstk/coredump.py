@@ -14,10 +14,15 @@ has it) and the VM layer's QMP client (scripts/vm/qmp.py, on the path
 gdb/check_clone3.py sets); vmcoreinfo() and the maps are plain Python, for
 the host tests.
 """
+import os
 import struct
+import sys
 import time
 
-import qmp
+# The VM layer's QMP client: the emulator's control socket is the VM's.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "scripts", "vm"))
+import qmp  # noqa: E402
 
 PT_NOTE = 4
 # Enough for any guest RAM here: a read past the RAM the dump holds fails.

@@ -11,8 +11,8 @@
  *	}
  *
  * Each case leaves a pointer to its description in the section guest_cases;
- * case_list() returns them in the order of the source file, which is the
- * order the program runs and numbers them in.  Cases belong to one file.
+ * case_list() returns them in the order of the source, by file and line,
+ * which is the order the program runs and numbers them in.
  */
 #ifndef SHSTK_LAB_CASE_H
 #define SHSTK_LAB_CASE_H
@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ktap.h"
 
@@ -29,7 +30,8 @@ enum { PASS, FAIL, SKIP };
 struct guest_case {
 	const char *name;
 	int (*run)(void);
-	unsigned int line;	/* where it is defined: its place in the list */
+	const char *file;	/* where it is defined: its place in the list */
+	unsigned int line;
 	/* Properties: each program reads the ones its driver knows. */
 	bool needs_shstk;	/* skipped where shadow stacks cannot be on */
 	bool before_enable;	/* runs before the program enables them */
@@ -39,7 +41,7 @@ struct guest_case {
 #define CASE(fn, ...)							\
 	static int fn(void);						\
 	static const struct guest_case fn##_case = {			\
-		.name = #fn, .run = fn, .line = __LINE__, __VA_ARGS__	\
+		.name = #fn, .run = fn, .file = __FILE__, .line = __LINE__, __VA_ARGS__	\
 	};								\
 	static const struct guest_case *fn##_case_entry		\
 		__attribute__((used, section("guest_cases"))) = &fn##_case; \
@@ -53,13 +55,17 @@ static inline int case_line_cmp(const void *a, const void *b)
 {
 	const struct guest_case *x = *(const struct guest_case *const *)a;
 	const struct guest_case *y = *(const struct guest_case *const *)b;
+	int by_file = strcmp(x->file, y->file);
 
+	if (by_file)
+		return by_file;
 	return (x->line > y->line) - (x->line < y->line);
 }
 
 /*
- * The cases in the order of the source: sorted by line, the compiler being
- * free to emit them in any order.  *n gets their number.
+ * The cases in the order of the source: sorted by file and line, the
+ * compiler and the linker being free to emit them in any order.  *n gets
+ * their number.
  */
 static inline const struct guest_case *const *case_list(size_t *n)
 {

@@ -97,7 +97,8 @@ patched_source() {
 }
 
 # OUT/src: a copy of the patched source, configured and built in place (its
-# configure does not build out of tree), removed once installed (133 MB).
+# configure does not build out of tree), removed once installed: it is
+# big and nothing reads it after.
 # step runs this with set -e off: each command checks its own exit.
 build() {
 	local flags

@@ -3,8 +3,8 @@
 #
 # The build layer's helpers (after core.sh): the series and the kernel
 # trees, the kernel, the guest image and its snapshot base, the emulators'
-# own builds, and build_boot, which makes everything a boot needs so that
-# the VM layer builds nothing.  Sourced, never run.
+# own builds (scripts/lib/entry.sh has what ties them to an emulator's
+# run).  Sourced, never run.
 
 # The patch names a series file lists, in order (comments and blank lines
 # dropped).   series_list FILE
@@ -22,8 +22,8 @@ series_hash() {
 		[ -f "$1/$p" ] || die "$1/series names $p, which does not exist"
 	done
 	[ "${#names[@]}" -gt 0 ] || { printf '' | sha256sum | cut -c1-16; return; }
-	# One sha256sum for all, its lines in the form the hash was first made
-	# of ("NAME HASH  -"), so caches made before stay valid.
+	# One sha256sum for all, its lines in the form "NAME HASH  -", which
+	# the caches' keys are made of.
 	(cd "$1" && sha256sum -- "${names[@]}") |
 		awk '{ print $2, $1 "  -" }' | sha256sum | cut -c1-16
 }
@@ -62,8 +62,8 @@ rootfs_disk() {
 # make test's list of the builds it found current once (kernels, the
 # project's QEMU), by their output: scripts/test.sh names a file for it in
 # SHSTK_CHECKED_BUILDS.  Within one make test the trees do not change, and
-# each look at them costs a run half a second (git on the kernel tree's
-# 96,000 files); outside make test every run looks.  A build script asks
+# a look at them is git on the kernel tree's tens of thousands of files;
+# outside make test every run looks.  A build script asks
 # build_checked OUTPUT before it looks, and says build_current OUTPUT once
 # OUTPUT is current.
 build_checked() {
@@ -125,30 +125,6 @@ git_am_series() {
 	msg "applied $n patches"
 }
 
-# Everything a boot of this run needs, built when missing or out of date,
-# for scripts/vm/boot.sh, which builds nothing: the kernel (the patched
-# one, or the BASELINE or KCONFIG variant), the guest image (GUEST_IMAGE),
-# the snapshot base that goes with it (SHSTK_SNAPSHOT_BASE) and the
-# emulator's binary (emulator_build).  The guest programs are always built
-# against the patched kernel's headers and selftests, so an A/B or
-# debug-kernel run boots the very same programs; when this run's kernel is
-# another one, only those headers are made for it, not a second kernel.
-# --gdb: the boot is one gdb attaches to.  After arch_vars and emu_vars.
-#   build_boot [--gdb] SUITE | --prog FILE
-# shellcheck disable=SC2034  # GUEST_IMAGE is for the scripts that source this file
-build_boot() {
-	local purpose=run
-	[ "$1" != --gdb ] || { purpose=gdb; shift; }
-	if [ -n "$SHSTK_BASELINE${SHSTK_KCONFIG_VARIANT:-}" ]; then
-		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --headers
-	fi
-	"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH"
-	GUEST_IMAGE=$(build_guest "$@")
-	SHSTK_SNAPSHOT_BASE=$(guest_snapshot_base "$GUEST_IMAGE")
-	export SHSTK_SNAPSHOT_BASE
-	emulator_build "$purpose"
-}
-
 # scripts/build/guest.sh for this arch, against the series' kernel headers
 # and tree whatever kernel this run boots.   build_guest ARGS...
 build_guest() {
@@ -186,47 +162,4 @@ prog_check() {
 kmake() {
 	tb make -C "$SHSTK_SRC" O="$KBUILD_DIR" ARCH="$KARCH" \
 		CROSS_COMPILE="$CROSS_COMPILE" CC="$ARCH_CC" HOSTCC="$SHSTK_HOST_CC" "$@"
-}
-
-# VAR=(the command that builds the project's build of $EMU for $ARCH, the
-# one its backend declares in EMU_SOURCE_BUILD), empty for an emulator the
-# toolbox provides.  PURPOSE: "all" (every binary its runs may use: what
-# make test builds ahead), "run" or "gdb" (the one a run gdb attaches to
-# uses).  After emu_vars.
-#   emulator_build_command VAR [all|run|gdb]
-emulator_build_command() {
-	local -n _shstk_cmd=$1
-	local purpose=${2:-all}
-	_shstk_cmd=()
-	case "$EMU_SOURCE_BUILD" in
-	"") ;;
-	qemu) _shstk_cmd=("$SHSTK_TOP/scripts/build/qemu.sh" "$ARCH") ;;
-	bochs)
-		case "$purpose" in
-		all | run) _shstk_cmd=("$SHSTK_TOP/scripts/build/bochs.sh" "$purpose") ;;
-		gdb) _shstk_cmd=("$SHSTK_TOP/scripts/build/bochs.sh" gdbstub) ;;
-		*) die "emulator_build_command: no purpose '$purpose' (all, run or gdb)" ;;
-		esac
-		;;
-	*) die "$EMU's backend declares EMU_SOURCE_BUILD=$EMU_SOURCE_BUILD, which scripts/build has no build of" ;;
-	esac
-}
-
-# The emulator binary a run of PURPOSE (run or gdb) boots, built now if it
-# is missing or out of date, for scripts/vm/boot.sh: SHSTK_EMU_BIN (its
-# path, empty for the toolbox's own), SHSTK_EMU_DESCRIPTION (what it is,
-# for vm.json) and SHSTK_EMU_PURPOSE, exported.  A paused boot waits for its
-# gdbstub for a minute only, and a timed replay must not time a build.
-#   emulator_build [run|gdb]
-emulator_build() {
-	local cmd built
-	SHSTK_EMU_PURPOSE=${1:-run}
-	emulator_build_command cmd "$SHSTK_EMU_PURPOSE"
-	SHSTK_EMU_BIN='' SHSTK_EMU_DESCRIPTION=''
-	if [ "${#cmd[@]}" -gt 0 ]; then
-		built=$("${cmd[@]}") || die "building $EMU for $ARCH failed (${cmd[*]#"$SHSTK_TOP"/})"
-		SHSTK_EMU_BIN=${built%%$'\n'*}
-		SHSTK_EMU_DESCRIPTION=${built#*$'\n'}
-	fi
-	export SHSTK_EMU_BIN SHSTK_EMU_DESCRIPTION SHSTK_EMU_PURPOSE
 }

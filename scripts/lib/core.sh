@@ -354,6 +354,15 @@ arch_vars() {
 	GUEST_DIR=$SHSTK_CACHE/guest/$ARCH$SHSTK_SERIES_SUFFIX
 }
 
+# Whether runs may be restored from post-boot snapshots (docs/boot.md):
+# not with SHSTK_SNAPSHOT=0 (SHSTK_BOCHS_SNAPSHOT=0, its older name, for
+# Bochs).  The build layer makes a snapshot's base image only then, and
+# each VM backend says which of its runs it restores.
+#   snapshot_wanted
+snapshot_wanted() {
+	[ "${SHSTK_SNAPSHOT:-1}" != 0 ]
+}
+
 # Run a tool from the toolbox (or the host, when it is new enough).  Every
 # script calls tools through this, so none of them knows which one it got.
 #   tb TOOL ARGS...

@@ -4,7 +4,7 @@
 # The VM layer's helpers (after core.sh): loading an emulator backend
 # (scripts/vm/emulators/), a VM paused for gdb, and the post-boot
 # snapshots every backend shares.  The VM layer boots, stops and snapshots
-# what it is given (build.sh build_boot makes it) and builds nothing.
+# what it is given (entry.sh build_boot makes it) and builds nothing.
 # Sourced, never run.
 
 # The emulator (after arch_vars): EMU, a backend in scripts/vm/emulators/
@@ -126,12 +126,9 @@ stop_vm() {
 # Post-boot snapshots (docs/boot.md), the parts every backend shares.  A
 # restored run boots nothing: its kernel's words of the command line are
 # the snapshot's, and what is its own comes after the restore (guest/init.sh
-# shstk.snapshot=).  Each backend says which of its runs it restores; none
-# when SHSTK_SNAPSHOT=0 (SHSTK_BOCHS_SNAPSHOT=0, its older name, for Bochs).
-#   snapshot_wanted
-snapshot_wanted() {
-	[ "${SHSTK_SNAPSHOT:-1}" != 0 ]
-}
+# shstk.snapshot=).  Each backend says which of its runs it restores
+# (core.sh snapshot_wanted).
+
 
 # snapshot_words CMDLINE: SNAPSHOT_KWORDS, the kernel's words (the
 # snapshot's), and SNAPSHOT_IWORDS, init's (shstk.* and the programs'
@@ -171,7 +168,7 @@ file_sha256() {
 }
 
 # The guest image a post-boot snapshot boots: the one the entry script
-# built with this run's image and passed down (build.sh build_boot).
+# built with this run's image and passed down (entry.sh build_boot).
 #   snapshot_base VAR
 snapshot_base() {
 	[ -n "${SHSTK_SNAPSHOT_BASE:-}" ] ||
@@ -249,18 +246,6 @@ snapshot_check_boot() {
 
 # Where a paused VM's backend listens for QMP (EMU_QMP): qmp_socket OUTDIR
 qmp_socket() { echo "$1/qmp.sock"; }
-
-# What the gdb layer reads of the VM it attaches to (its session module):
-# the kernel, its gdb scripts, the guest program, the gdbstub's port and the
-# QMP socket, if any.  The emulator's gdb capabilities go along (after
-# emu_vars), so the gdb scripts ask them and never the emulator's name.
-#   export_gdb_env PROG
-export_gdb_env() {
-	export SHSTK_VMLINUX=$KBUILD_DIR/vmlinux SHSTK_GDB_SCRIPTS=$KBUILD_DIR/vmlinux-gdb.py
-	export SHSTK_PROG=$1 SHSTK_PORT=$GDB_PORT SHSTK_ARCH=$ARCH SHSTK_EMU=$EMU
-	export SHSTK_EMU_BREAKPOINTS=$EMU_BREAKPOINTS SHSTK_EMU_SSP_REGISTER=$EMU_SSP_REGISTER
-	export SHSTK_EMU_NO_SHSTK_WHY=$EMU_NO_SHSTK_WHY SHSTK_QMP=${VM_QMP:-}
-}
 
 # Wait until something listens on 127.0.0.1:PORT (read from /proc/net/tcp,
 # without connecting: a gdbstub takes one client).  wait_listen PORT SECONDS

@@ -9,8 +9,14 @@
 # channel) and OUTDIR/vm.json (how the emulator ended and how long it took).
 # Exit status: the emulator's, or 124 on timeout.  Nothing is judged here:
 # checks/ reads these files.  With GDB_PORT set the emulator waits for gdb.
-# Nothing is built here either: the emulator's binary and the snapshot
-# base come from the caller (scripts/lib/build.sh build_boot).
+# Nothing is built here either: what the boot needs comes from the caller
+# (scripts/lib/entry.sh build_boot), in the environment:
+#   SHSTK_EMU_BIN, SHSTK_EMU_DESCRIPTION  the project's build of the
+#       emulator and what it is, where the backend declares one
+#       (EMU_SOURCE_BUILD); SHSTK_EMU_PURPOSE: run, or gdb for a build a
+#       gdb attaches to
+#   SHSTK_SNAPSHOT_BASE  the guest image a post-boot snapshot boots; not
+#       needed with SHSTK_SNAPSHOT=0
 set -euo pipefail
 # shellcheck source=../lib/core.sh
 . "$(dirname "$0")/../lib/core.sh"

@@ -5,12 +5,12 @@
   cpiodiff.py BASE.cpio.gz IMAGE.cpio.gz OUTPUT.cpio
 
 OUTPUT (not compressed) has every entry of IMAGE that BASE has not, or has
-with another mode, owner, device or content, in IMAGE's order.  A Bochs run
-restored from a snapshot (scripts/vm/emulators/bochs.sh) boots BASE and
-unpacks IMAGE over it in the guest, under an interpreted CPU where each
-byte costs: busybox, init and the bpftrace scripts are in both, and only
-the run's programs need to go.  Not compressed: the guest's gunzip cost
-more than reading the bytes it saves.
+with another mode, owner, device or content, in IMAGE's order.  A run
+restored from a snapshot (scripts/lib/vm.sh snapshot_payload_cpio, for
+QEMU and Bochs) has BASE booted and unpacks this over it in the guest,
+where each byte costs: busybox, init and the bpftrace scripts are in
+both, and only the run's programs need to go.  Not compressed, because
+gunzip in an emulated guest costs more than the bytes it saves.
 """
 import gzip
 import io

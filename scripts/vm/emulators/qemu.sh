@@ -37,7 +37,7 @@
 #                         suit it; vm/boot.sh puts the run's own after them,
 #                         and for the same VAR the later one wins
 #     EMU_SOURCE_BUILD    the project's build this run's binary comes from
-#                         ("qemu", "bochs": scripts/lib/build.sh
+#                         ("qemu", "bochs": scripts/lib/entry.sh
 #                         emulator_build makes it and passes the binary in
 #                         SHSTK_EMU_BIN), "" for the toolbox's emulator
 #   emu_prepare    (optional) makes the boot medium, once OUT is set
@@ -51,7 +51,7 @@
 #                  and EMU_SNAPSHOT: the key of the snapshot the run is
 #                  restored from ("" or unset for a cold boot; vm.json)
 #
-# What a boot needs comes from the script that starts it (build.sh
+# What a boot needs comes from the script that starts it (entry.sh
 # build_boot), never from a build here: SHSTK_EMU_BIN and
 # SHSTK_EMU_DESCRIPTION, the project's binary; SHSTK_SNAPSHOT_BASE, the
 # guest image a post-boot snapshot boots.
@@ -330,19 +330,22 @@ qemu_snapshot_machine() {
 }
 
 # qemu_snapshot_key IMAGE BASE KWORDS: what a post-boot snapshot depends
-# on, hashed: the backend's own text (every builder above), the QEMU
-# binary, the kernel and base images, the kernel's words, the machine's
-# facts and this run's devices (CPUs, the root filesystem's disk, gdb's
-# vmcoreinfo).
+# on, hashed: the machine's builders as this shell has them, the QEMU
+# binary (the project's by its content, the toolbox's by the toolbox's
+# stamp, which also covers the firmware), the kernel and base images, the
+# kernel's words, the machine's facts and this run's devices (CPUs, the
+# root filesystem's disk, gdb's vmcoreinfo).
 qemu_snapshot_key() {
 	local key machine cpu transport
 	arch_set machine qemu_machine
 	arch_set cpu qemu_cpu
 	arch_set transport virtio
 	key=$({
-		# Hashed as it is: file_sha256 would keep its sum beside the source.
-		sha256sum <"$SHSTK_TOP/scripts/vm/emulators/qemu.sh"
+		declare -f qemu_base qemu_virtio qemu_channels qemu_payload_port qemu_rootfs \
+			qemu_gdb_devices qemu_snapshot_machine
 		echo "$EMU_DESCRIPTION"
+		cat "$SHSTK_TOOLBOX_STAMP" 2>/dev/null || true
+		[ "$QEMU_VARIANT" != patched ] || file_sha256 "$SHSTK_EMU_BIN"
 		file_sha256 "$1"
 		file_sha256 "$2"
 		echo "$3"
@@ -501,6 +504,8 @@ qemu_select() {
 	patched)
 		[ -n "${SHSTK_EMU_BIN:-}" ] ||
 			die "no patched QEMU binary given (SHSTK_EMU_BIN): the script that starts a boot builds it (build_boot)"
+		[ "${SHSTK_EMU_BIN##*/}" = "$prog" ] ||
+			die "SHSTK_EMU_BIN is $SHSTK_EMU_BIN, not the $prog that $ARCH boots"
 		QEMU_BIN=("$SHSTK_EMU_BIN" -L /usr/share/seabios -L /usr/share/qemu)
 		EMU_DESCRIPTION="patched $SHSTK_EMU_DESCRIPTION"
 		;;
