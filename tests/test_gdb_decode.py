@@ -91,6 +91,21 @@ def step_log(shstk_on, why="QEMU TCG does not emulate CET", child="pass"):
     return steps + [{"step": "verdict", "verdict": "pass"}]
 
 
+def run_gdbsteps(steps, arch):
+    """checks/gdbsteps.py's command on STEPS, with a guest that passed:
+    (its exit status, its output's lines)."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "gdb-steps.jsonl"), "w") as f:
+            f.write("".join(json.dumps(s) + "\n" for s in steps))
+        with open(os.path.join(d, "guest.out"), "w") as f:
+            f.write("SHSTK-LAB BEGIN shstk_gdb\nKTAP version 1\n1..1\nok 1 a\n"
+                    "SHSTK-LAB END shstk_gdb rc=0\nSHSTK-LAB DONE\n")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = gdbsteps.main(["gdbsteps", d, arch, "0"])
+    return rc, out.getvalue().splitlines()
+
+
 class GdbStepsTest(unittest.TestCase):
     def judge(self, steps):
         return gdbsteps.judge(steps, 0, "", "SHSTK-LAB BEGIN shstk_gdb\nKTAP version 1\n1..1\n"
@@ -140,17 +155,8 @@ class GdbStepsTest(unittest.TestCase):
         self.assertIn("missing step '6 refusal' for case no_token", self.judge(steps)[1])
 
     def test_counts_in_the_closing_line(self):
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "gdb-steps.jsonl"), "w") as f:
-                f.write("".join(json.dumps(s) + "\n" for s in step_log(False)))
-            with open(os.path.join(d, "guest.out"), "w") as f:
-                f.write("SHSTK-LAB BEGIN shstk_gdb\nKTAP version 1\n1..1\nok 1 a\n"
-                        "SHSTK-LAB END shstk_gdb rc=0\nSHSTK-LAB DONE\n")
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                rc = gdbsteps.main(["gdbsteps", d, "x86_64", "0"])
-        lines = out.getvalue().splitlines()
-        self.assertEqual(rc, 0, out.getvalue())
+        rc, lines = run_gdbsteps(step_log(False), "x86_64")
+        self.assertEqual(rc, 0, "\n".join(lines))
         self.assertEqual(lines[-1], "gdb-check x86_64: 24 passed, 0 failed, 8 skipped")
         self.assertTrue(any(line.endswith("# SKIP QEMU TCG does not emulate CET") for line in lines))
 

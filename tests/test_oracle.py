@@ -1,13 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """checks.oracle: the drgn oracle's verdict, without a VM."""
-import contextlib
-import io
-import json
-import os
-import tempfile
 import unittest
 
-from checks import gdbsteps, oracle
+from checks import oracle
 from spec import scenario
 
 
@@ -72,19 +67,11 @@ class GdbStepsTest(unittest.TestCase):
     verdict."""
 
     def closing_line(self, oracle_step):
-        from tests.test_gdb_decode import step_log
+        from tests.test_gdb_decode import run_gdbsteps, step_log
         steps = [dict(s, **oracle_step) if s.get("step") == scenario.STEP_ORACLE else s
                  for s in step_log(True)]
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "gdb-steps.jsonl"), "w") as f:
-                f.write("".join(json.dumps(s) + "\n" for s in steps))
-            with open(os.path.join(d, "guest.out"), "w") as f:
-                f.write("SHSTK-LAB BEGIN shstk_gdb\nKTAP version 1\n1..1\nok 1 a\n"
-                        "SHSTK-LAB END shstk_gdb rc=0\nSHSTK-LAB DONE\n")
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                rc = gdbsteps.main(["gdbsteps", d, "arm64", "0"])
-        return rc, out.getvalue().splitlines()[-1]
+        rc, lines = run_gdbsteps(steps, "arm64")
+        return rc, lines[-1]
 
     def test_agreement_is_a_pass_and_disagreement_a_failure(self):
         step = {k: v for k, v in JudgeTest.STEP.items() if k not in ("step", "case")}
