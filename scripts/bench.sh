@@ -111,17 +111,13 @@ cold() {
 # root filesystem it runs in, and the toolbox is amd64.
 vng_ratio() {
 	local kernel prog image ours restored theirs i t0 out
-	kernel=$(arch_vars x86_64 && echo "$KBUILD_DIR/$KIMAGE")
-	prog=$(arch_vars x86_64 && echo "$GUEST_DIR/bin/smoke")
-	image=$("$SHSTK_TOP/scripts/build/guest.sh" x86_64 smoke 2>>"$log")
-	out=$SHSTK_OUT/x86_64/bench-smoke
-	# What boot.sh is given by the script that starts it (vng_ratio runs
-	# in a subshell of its own: these settings end with it).
+	# What boot.sh is given, built as every entry point builds it
+	# (vng_ratio runs in a subshell of its own: these settings end with it).
 	arch_vars x86_64
 	emu_vars qemu
-	SHSTK_SNAPSHOT_BASE=$(guest_snapshot_base "$image")
-	export SHSTK_SNAPSHOT_BASE
-	emulator_build run
+	build_boot smoke 2>>"$log"
+	kernel=$KBUILD_DIR/$KIMAGE prog=$GUEST_DIR/bin/smoke image=$GUEST_IMAGE
+	out=$SHSTK_OUT/x86_64/bench-smoke
 	# A boot against a boot: not restored from a snapshot.  Then what a
 	# run here takes, restored (the first may make the snapshot: the
 	# median is of restores).
