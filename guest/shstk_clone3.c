@@ -185,6 +185,20 @@ static int reap(long pid)
 }
 
 /*
+ * clone3() with arguments the kernel must refuse: a child that started
+ * anyway is waited for, so a case that then fails leaves none behind.
+ * Returns what clone3() returned.
+ */
+static long start_refused(uint64_t flags, uint64_t token, size_t size)
+{
+	long pid = start_child(flags, token, size, NULL, &reports[0]);
+
+	if (pid > 0)
+		reap(pid);
+	return pid;
+}
+
+/*
  * The shadow stack VMAs from /proc/self/smaps.  With @addr, returns whether
  * the VMA containing it is a shadow stack ("ss" in VmFlags); always adds the
  * Size and Rss (KiB) of all shadow stack VMAs to @size_kb / @rss_kb.
@@ -232,7 +246,6 @@ static bool smaps_shstk(uint64_t addr, long *size_kb, long *rss_kb)
  */
 CASE(caller_without_shstk_einval, .before_enable = true)
 {
-	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
 	bool real = token != 0;
 	long pid;
@@ -241,9 +254,7 @@ CASE(caller_without_shstk_einval, .before_enable = true)
 		token = (uint64_t)map_stack(PAGE) + PAGE - 8;
 	ktap_diag("token %s", real ? "from map_shadow_stack" :
 		  "in ordinary memory (no shadow stack)");
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
-	if (pid > 0)
-		reap(pid);
+	pid = start_refused(CLONE_VM, token, CLONE_ARGS_SIZE_VER3);
 	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
 	if (real)
 		CHECK(shstk_peek(token) == shstk_expected_token(token), "token changed");
@@ -262,17 +273,13 @@ static const uint64_t not_user_tokens[] = {
 static int not_user_tokens_refused(long want)
 {
 	static const uint64_t flags[] = { CLONE_VM, 0 };
-	struct report *r = &reports[0];
 	size_t i, j;
 	int bad = 0;
 	long pid;
 
 	for (i = 0; i < ARRAY_SIZE(not_user_tokens); i++) {
 		for (j = 0; j < ARRAY_SIZE(flags); j++) {
-			pid = start_child(flags[j], not_user_tokens[i],
-					  CLONE_ARGS_SIZE_VER3, NULL, r);
-			if (pid > 0)
-				reap(pid);
+			pid = start_refused(flags[j], not_user_tokens[i], CLONE_ARGS_SIZE_VER3);
 			ktap_diag("token %#lx flags %#lx: clone3 returned %ld",
 				  (long)not_user_tokens[i], (long)flags[j], pid);
 			bad += pid != want;
@@ -315,11 +322,8 @@ CASE(size_ver2_ignores_token, .before_enable = true)
 /* With size 96 (VER3) the field is read. */
 CASE(size_ver3_reads_token, .before_enable = true)
 {
-	struct report *r = &reports[0];
-	long pid = start_child(0, 0x1001, CLONE_ARGS_SIZE_VER3, NULL, r);
+	long pid = start_refused(0, 0x1001, CLONE_ARGS_SIZE_VER3);
 
-	if (pid > 0)
-		reap(pid);
 	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
 	return PASS;
 }
@@ -327,11 +331,8 @@ CASE(size_ver3_reads_token, .before_enable = true)
 /* A struct larger than the kernel knows, with a non-zero tail. */
 CASE(size_larger_nonzero_tail_e2big, .before_enable = true)
 {
-	struct report *r = &reports[0];
-	long pid = start_child(0, 0, CLONE_ARGS_SIZE_VER3 + 8, NULL, r);
+	long pid = start_refused(0, 0, CLONE_ARGS_SIZE_VER3 + 8);
 
-	if (pid > 0)
-		reap(pid);
 	CHECK(pid == -E2BIG, "clone3 returned %ld, expected %d", pid, -E2BIG);
 	return PASS;
 }
@@ -407,7 +408,6 @@ CASE(plain_load_of_shstk_page_without_shstk, .before_enable = true)
 /* A token address that is not 8-byte aligned. */
 CASE(misaligned_token_einval)
 {
-	struct report *r = &reports[0];
 	uint64_t token;
 	long pid;
 
@@ -416,9 +416,7 @@ CASE(misaligned_token_einval)
 	else
 		token = (uint64_t)map_stack(PAGE) + PAGE - SHSTK_SLOT;
 	CHECK(token, "map_shadow_stack failed");
-	pid = start_child(CLONE_VM, token - 1, CLONE_ARGS_SIZE_VER3, NULL, r);
-	if (pid > 0)
-		reap(pid);
+	pid = start_refused(CLONE_VM, token - 1, CLONE_ARGS_SIZE_VER3);
 	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
 	if (shstk_enabled)
 		CHECK(shstk_peek(token) == shstk_expected_token(token), "token changed");
@@ -502,9 +500,7 @@ CASE(reuse_consumed_token_einval, .needs_shstk = true)
 	CHECK(token, "map_shadow_stack failed");
 	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
 	CHECK(pid > 0 && reap(pid) == 0, "first clone3 failed: %ld", pid);
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
-	if (pid > 0)
-		reap(pid);
+	pid = start_refused(CLONE_VM, token, CLONE_ARGS_SIZE_VER3);
 	CHECK(pid == -EINVAL, "second clone3 returned %ld, expected %d", pid, -EINVAL);
 	return PASS;
 }
@@ -512,15 +508,12 @@ CASE(reuse_consumed_token_einval, .needs_shstk = true)
 /* A "token" in ordinary memory. */
 CASE(normal_memory_efault, .needs_shstk = true)
 {
-	struct report *r = &reports[0];
 	uint64_t *mem = malloc(PAGE);
 	uint64_t token = (uint64_t)&mem[PAGE / 8 - 1];
 	long pid;
 
 	*(uint64_t *)token = shstk_expected_token(token);
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
-	if (pid > 0)
-		reap(pid);
+	pid = start_refused(CLONE_VM, token, CLONE_ARGS_SIZE_VER3);
 	CHECK(pid == -EFAULT, "clone3 returned %ld, expected %d", pid, -EFAULT);
 	CHECK(shstk_peek(token) == shstk_expected_token(token), "word changed");
 	free(mem);
@@ -530,16 +523,13 @@ CASE(normal_memory_efault, .needs_shstk = true)
 /* A shadow stack page mapped without a token. */
 CASE(shstk_page_without_token_einval, .needs_shstk = true)
 {
-	struct report *r = &reports[0];
 	long base = map_shadow_stack(0, PAGE, 0);
 	uint64_t token = shstk_token_addr(base, PAGE);
 	long pid;
 
 	CHECK(base > 0, "map_shadow_stack failed: %ld", base);
 	CHECK(shstk_peek(token) == 0, "page not empty");
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
-	if (pid > 0)
-		reap(pid);
+	pid = start_refused(CLONE_VM, token, CLONE_ARGS_SIZE_VER3);
 	CHECK(pid == -EINVAL, "clone3 returned %ld, expected %d", pid, -EINVAL);
 	return PASS;
 }
@@ -547,16 +537,13 @@ CASE(shstk_page_without_token_einval, .needs_shstk = true)
 /* An address with nothing mapped. */
 CASE(unmapped_address_efault, .needs_shstk = true)
 {
-	struct report *r = &reports[0];
 	unsigned long base;
 	uint64_t token = new_token(PAGE, &base);
 	long pid;
 
 	CHECK(token, "map_shadow_stack failed");
 	CHECK(munmap((void *)base, PAGE) == 0, "munmap: %s", strerror(errno));
-	pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3, NULL, r);
-	if (pid > 0)
-		reap(pid);
+	pid = start_refused(CLONE_VM, token, CLONE_ARGS_SIZE_VER3);
 	CHECK(pid == -EFAULT, "clone3 returned %ld, expected %d", pid, -EFAULT);
 	return PASS;
 }
@@ -582,9 +569,7 @@ CASE(tagged_token_refused, .needs_shstk = true)
 
 	CHECK(token, "map_shadow_stack failed");
 	for (i = 0; i < 2; i++) {
-		pid = start_child(CLONE_VM, tagged[i], CLONE_ARGS_SIZE_VER3, NULL, r);
-		if (pid > 0)
-			reap(pid);
+		pid = start_refused(CLONE_VM, tagged[i], CLONE_ARGS_SIZE_VER3);
 		CHECK(pid == -SHSTK_TAGGED_TOKEN_ERRNO, "clone3 with %#lx returned %ld, expected %d",
 		      (long)tagged[i], pid, -SHSTK_TAGGED_TOKEN_ERRNO);
 	}
@@ -617,7 +602,6 @@ CASE(not_user_address_efault, .needs_shstk = true)
 CASE(readonly_file_mapping_efault_no_cow, .needs_shstk = true)
 {
 	char path[] = "/tmp/shstk_clone3.XXXXXX";
-	struct report *r = &reports[0];
 	uint64_t token, word, before, after = 0;
 	static char page[PAGE];
 	long pid = 0;
@@ -649,10 +633,7 @@ CASE(readonly_file_mapping_efault_no_cow, .needs_shstk = true)
 	else
 		before = ~word;
 	if (before == word) {
-		pid = start_child(CLONE_VM, token, CLONE_ARGS_SIZE_VER3,
-				  NULL, r);
-		if (pid > 0)
-			reap(pid);
+		pid = start_refused(CLONE_VM, token, CLONE_ARGS_SIZE_VER3);
 		/* New bytes, through the file. */
 		word = ~word;
 		if (pwrite(fd, &word, sizeof(word), PAGE - SHSTK_SLOT) == (ssize_t)sizeof(word))
