@@ -27,9 +27,9 @@ export SHSTK_SERIES := $(if $(SERIES),$(abspath $(SERIES)))
 # fuzz (guest seconds; scripts/run.sh and scripts/fuzz.sh hold the defaults).
 export XSAVE_SECONDS
 # The supported architectures of config/arches.ini, the one table of them.
-ARCHES := $(shell bash -c '. scripts/lib/core.sh && arch_names')
+ARCHES := $(shell bash -c '. scripts/lib/core.sh && shstk_arch_names')
 # The ones in progress: only with ARCH= given (config/arches.ini, status).
-ARCHES_IN_PROGRESS := $(filter-out $(ARCHES),$(shell bash -c '. scripts/lib/core.sh && arch_names --all'))
+ARCHES_IN_PROGRESS := $(filter-out $(ARCHES),$(shell bash -c '. scripts/lib/core.sh && shstk_arch_names --all'))
 # Targets that act on one architecture default to the host's (uname -m: the
 # table's aliases make aarch64 arm64); the ones that test run every arch
 # EMU emulates unless ARCH is given.

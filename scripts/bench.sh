@@ -23,7 +23,7 @@
 set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
-host_check
+shstk_host_check
 
 runs=${RUNS:-3}
 table=$SHSTK_OUT/bench.md
@@ -51,11 +51,11 @@ ratio() {
 timed() {
 	local n=$1 i t0
 	shift
-	msg "timing $n x: ${*#"$SHSTK_TOP/"}"
+	shstk_msg "timing $n x: ${*#"$SHSTK_TOP/"}"
 	for ((i = 0; i < n; i++)); do
 		t0=$EPOCHREALTIME
 		"$@" >>"$log" 2>&1 || { echo failed; return 0; }
-		elapsed "$t0" 2
+		shstk_elapsed "$t0" 2
 	done | median
 }
 
@@ -63,24 +63,24 @@ timed() {
 # "first_output") of a smoke boot, median of $3 boots.
 first_output() {
 	local arch=$1 emu=$2 n=$3 i dir
-	dir=$(arch_vars "$arch" && emu_vars "$emu" && echo "$EMU_OUT")
-	msg "timing $n smoke boots of $arch/$emu"
+	dir=$(shstk_arch_vars "$arch" && shstk_emu_vars "$emu" && echo "$EMU_OUT")
+	shstk_msg "timing $n smoke boots of $arch/$emu"
 	for ((i = 0; i < n; i++)); do
 		"$SHSTK_TOP/scripts/run.sh" smoke "$arch" "$emu" >>"$log" 2>&1 || { echo failed; return 0; }
-		py -c 'import json, sys; print(json.load(open(sys.argv[1]))["first_output"])' "$dir/smoke/vm.json"
+		shstk_py -c 'import json, sys; print(json.load(open(sys.argv[1]))["first_output"])' "$dir/smoke/vm.json"
 	done | median
 }
 
 # A one-line change to kernel/fork.c, built; then taken back and built again.
 incremental() {
 	local arch=$1 fork=$SHSTK_PATCHED_SRC/kernel/fork.c i t0
-	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1 || die "the $arch kernel does not build; see $log"
-	msg "timing $runs one-line rebuilds of the $arch kernel"
+	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1 || shstk_die "the $arch kernel does not build; see $log"
+	shstk_msg "timing $runs one-line rebuilds of the $arch kernel"
 	for ((i = 0; i < runs; i++)); do
 		echo "/* shstk-lab bench $i */" >>"$fork"
 		t0=$EPOCHREALTIME
 		"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1 || echo failed
-		elapsed "$t0"
+		shstk_elapsed "$t0"
 		git -C "$SHSTK_PATCHED_SRC" checkout -q -- kernel/fork.c
 	done | median
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1
@@ -92,10 +92,10 @@ cold() {
 	local dir=$SHSTK_CACHE/build/bench-cold-$1 t0 t
 	[ "${BENCH_COLD:-1}" = 1 ] || { echo "skipped (BENCH_COLD=0)"; return; }
 	rm -rf "$dir"
-	msg "timing a cold build of the $1 kernel (several minutes)"
+	shstk_msg "timing a cold build of the $1 kernel (several minutes)"
 	t0=$EPOCHREALTIME
 	if SHSTK_BUILD_DIR=$dir "$SHSTK_TOP/scripts/build/kernel.sh" "$1" >>"$log" 2>&1; then
-		t=$(elapsed "$t0")
+		t=$(shstk_elapsed "$t0")
 	else
 		t=failed
 	fi
@@ -113,9 +113,9 @@ vng_ratio() {
 	local kernel prog image ours restored theirs i t0 out
 	# What boot.sh is given, built as every entry point builds it
 	# (vng_ratio runs in a subshell of its own: these settings end with it).
-	arch_vars x86_64
-	emu_vars qemu
-	build_boot smoke 2>>"$log"
+	shstk_arch_vars x86_64
+	shstk_emu_vars qemu
+	shstk_build_boot smoke 2>>"$log"
 	kernel=$KBUILD_DIR/$KIMAGE prog=$GUEST_DIR/bin/smoke image=$GUEST_IMAGE
 	out=$SHSTK_OUT/x86_64/bench-smoke
 	# A boot against a boot: not restored from a snapshot.  Then what a
@@ -123,15 +123,15 @@ vng_ratio() {
 	# median is of restores).
 	ours=$(SHSTK_SNAPSHOT=0 timed "$((runs + 2))" "$SHSTK_TOP/scripts/vm/boot.sh" x86_64 qemu "$kernel" "$image" "$out" 120)
 	restored=$(timed "$((runs + 2))" "$SHSTK_TOP/scripts/vm/boot.sh" x86_64 qemu "$kernel" "$image" "$out" 120)
-	msg "timing $((runs + 2)) x: vng --run (same kernel, same program)"
+	shstk_msg "timing $((runs + 2)) x: vng --run (same kernel, same program)"
 	theirs=$(for ((i = 0; i < runs + 2; i++)); do
 		t0=$EPOCHREALTIME
 		# The program's own KTAP verdict proves the boot ran it.
-		tb timeout -k 5 300 vng --run "$kernel" --disable-kvm --cpus 2 --memory 1G -- "$prog" \
+		shstk_tb timeout -k 5 300 vng --run "$kernel" --disable-kvm --cpus 2 --memory 1G -- "$prog" \
 			</dev/null >"$SHSTK_OUT/vng.out" 2>&1 || true
 		cat "$SHSTK_OUT/vng.out" >>"$log"
 		grep -q '^# totals: pass:[1-9][0-9]* fail:0' "$SHSTK_OUT/vng.out" || { echo failed; break; }
-		elapsed "$t0" 2
+		shstk_elapsed "$t0" 2
 	done | median)
 	case "$ours $restored $theirs" in
 	*failed*) echo "shstk-lab $ours s (restored $restored s), virtme-ng $theirs s (see $log) | - | - | - | - |" ;;
@@ -147,18 +147,18 @@ rm -f "$over"
 test_budgets() {
 	local t0 rc=0
 	[ "${BENCH_TEST:-1}" = 1 ] || { echo "Not run (BENCH_TEST=0)."; return 0; }
-	msg "running make test, warm, against its time budgets (about 12 minutes)"
+	shstk_msg "running make test, warm, against its time budgets (about 12 minutes)"
 	t0=$EPOCHREALTIME
 	"$SHSTK_TOP/scripts/test.sh" >>"$log" 2>&1 || rc=$?
-	echo "Warm \`make test\`: $(elapsed "$t0") s, exit $rc; each step against config/test-budgets:"
+	echo "Warm \`make test\`: $(shstk_elapsed "$t0") s, exit $rc; each step against config/test-budgets:"
 	echo
-	PYTHONPATH=$SHSTK_TOP py -m checks.budgets --markdown "$SHSTK_OUT/test/steps.tsv" || touch "$over"
+	PYTHONPATH=$SHSTK_TOP shstk_py -m checks.budgets --markdown "$SHSTK_OUT/test/steps.tsv" || touch "$over"
 	[ "$rc" -eq 0 ] || touch "$over"
 }
 
 S=$SHSTK_TOP/scripts
 {
-	echo "# make bench, $(date -u +%F) ($(nproc) CPUs, $(free -g | awk '/^Mem/ { print $2 }') GiB, $(tb --versions 2>/dev/null | awk '/qemu-system-x86_64/ { print "QEMU " $5 }'))"
+	echo "# make bench, $(date -u +%F) ($(nproc) CPUs, $(free -g | awk '/^Mem/ { print $2 }') GiB, $(shstk_tb --versions 2>/dev/null | awk '/qemu-system-x86_64/ { print "QEMU " $5 }'))"
 	echo
 	echo "| figure | x86_64, QEMU with CET (patched) | x86_64, QEMU=stock (no CET) | x86_64, Bochs | arm64, QEMU | riscv64, QEMU (patched) |"
 	echo "|---|---|---|---|---|---|"
@@ -201,9 +201,9 @@ S=$SHSTK_TOP/scripts
 	echo
 	test_budgets
 } | tee "$table"
-msg "written to $table"
+shstk_msg "written to $table"
 if [ "${BENCH_DOCS:-0}" = 1 ]; then
 	cp "$table" "$SHSTK_TOP/docs/bench.md"
-	msg "copied to docs/bench.md (BENCH_DOCS=1)"
+	shstk_msg "copied to docs/bench.md (BENCH_DOCS=1)"
 fi
-[ ! -e "$over" ] || die "make test went over its time budgets, or failed (see $table and $log)"
+[ ! -e "$over" ] || shstk_die "make test went over its time budgets, or failed (see $table and $log)"

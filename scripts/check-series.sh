@@ -13,21 +13,21 @@
 set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
-host_check
+shstk_host_check
 bisect=
 case "${1:-}" in
 "") ;;
 --bisect) bisect=1 ;;
-*) die "unknown option '$1' (--bisect or nothing)" ;;
+*) shstk_die "unknown option '$1' (--bisect or nothing)" ;;
 esac
 
 "$SHSTK_TOP/scripts/build/kernel-source.sh" --check >&2
 AM=$SHSTK_AM_SRC
-mapfile -t patches < <(series_list "$SHSTK_SERIES_DIR/series")
+mapfile -t patches < <(shstk_series_list "$SHSTK_SERIES_DIR/series")
 mapfile -t commits < <(git -C "$AM" rev-list --reverse shstk-base..HEAD)
 [ "${#commits[@]}" -eq "${#patches[@]}" ] ||
-	die "$AM has ${#commits[@]} commits over the base for ${#patches[@]} patches"
-mapfile -t arches < <(arch_names)
+	shstk_die "$AM has ${#commits[@]} commits over the base for ${#patches[@]} patches"
+mapfile -t arches < <(shstk_arch_names)
 plan=$((${#patches[@]} + 1))
 [ -z "$bisect" ] || plan=$((plan + ${#arches[@]} * (${#patches[@]} + 1)))
 echo "KTAP version 1"
@@ -58,11 +58,11 @@ done
 # per arch, both apart from make run's, with the configuration of the arch's
 # own build (olddefconfig drops what an early prefix does not have yet).
 WT=$SHSTK_CACHE/src/bisect$SHSTK_SERIES_SUFFIX
-lock_or_wait "$WT.lock" "another make check-series BISECT=1"
-base_worktree "$SHSTK_KERNEL_REPO" "$WT"
+shstk_lock_or_wait "$WT.lock" "another make check-series BISECT=1"
+shstk_base_worktree "$SHSTK_KERNEL_REPO" "$WT"
 bisect_arch() {
 	local arch=$1 i c log t0 subject
-	arch_vars "$arch"
+	shstk_arch_vars "$arch"
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >&2
 	local config=$KBUILD_DIR/.config
 	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH-bisect$SHSTK_SERIES_SUFFIX
@@ -75,9 +75,9 @@ bisect_arch() {
 		git -C "$WT" checkout -q --detach "$c"
 		cp "$config" "$KBUILD_DIR/.config"
 		t0=$EPOCHREALTIME
-		if SHSTK_SRC=$WT kmake -s olddefconfig >"$log" 2>&1 &&
-			SHSTK_SRC=$WT kmake -j"$(nproc)" "$KTARGET" vmlinux >>"$log" 2>&1; then
-			echo "ok $n $ARCH $((i + 1))/${#commits[@]} builds: $subject ($(elapsed "$t0") s)"
+		if SHSTK_SRC=$WT shstk_kmake -s olddefconfig >"$log" 2>&1 &&
+			SHSTK_SRC=$WT shstk_kmake -j"$(nproc)" "$KTARGET" vmlinux >>"$log" 2>&1; then
+			echo "ok $n $ARCH $((i + 1))/${#commits[@]} builds: $subject ($(shstk_elapsed "$t0") s)"
 		else
 			grep -E 'error:|Error [0-9]' "$log" | head -n 5 | sed 's/^/# /'
 			echo "not ok $n $ARCH $((i + 1))/${#commits[@]} builds: $subject (log: $log)"
@@ -90,10 +90,10 @@ bisect_arch() {
 		[ -n "$(git -C "$SHSTK_PATCHED_SRC" status --porcelain --untracked-files=no)" ]; then
 		echo "not ok $n $ARCH clone3 selftest on the whole series # the tree make run builds is not the last prefix"
 		rc=1
-	elif ! build_guest run >/dev/null; then
+	elif ! shstk_build_guest run >/dev/null; then
 		echo "not ok $n $ARCH clone3 selftest on the whole series # building the guest programs failed"
 		rc=1
-	elif emu_vars && "$SHSTK_TOP/scripts/run.sh" run "$ARCH" "" "$GUEST_DIR/ksft/clone3/clone3" >&2; then
+	elif shstk_emu_vars && "$SHSTK_TOP/scripts/run.sh" run "$ARCH" "" "$GUEST_DIR/ksft/clone3/clone3" >&2; then
 		echo "ok $n $ARCH clone3 selftest on the whole series"
 	else
 		echo "not ok $n $ARCH clone3 selftest on the whole series ($EMU_OUT/prog)"

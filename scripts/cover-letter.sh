@@ -15,11 +15,11 @@
 set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
-host_check
+shstk_host_check
 
 version=${1:-}
 version=${version:-24}
-[[ $version =~ ^[0-9]+$ ]] || die "the version to send as must be a number, not '$version'"
+[[ $version =~ ^[0-9]+$ ]] || shstk_die "the version to send as must be a number, not '$version'"
 OUT=$SHSTK_OUT/cover-letter$SHSTK_SERIES_SUFFIX
 SRC=$SHSTK_PATCHED_SRC
 NOTES=$SHSTK_TOP/patches/checkpatch-notes
@@ -27,13 +27,13 @@ NOTES=$SHSTK_TOP/patches/checkpatch-notes
 "$SHSTK_TOP/scripts/build/kernel-source.sh" >&2
 series_hash=$(cat "$SRC/.shstk-series")
 if [ -n "$(git -C "$SRC" status --porcelain --untracked-files=no)" ]; then
-	die "$SRC has local edits: they would not be in the mails (commit or format-patch them first)"
+	shstk_die "$SRC has local edits: they would not be in the mails (commit or format-patch them first)"
 fi
-lock_out "$OUT"
+shstk_lock_out "$OUT"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
-step "git format-patch (v$version, $(git -C "$SRC" rev-list --count shstk-base..HEAD) patches)" \
+shstk_step "git format-patch (v$version, $(git -C "$SRC" rev-list --count shstk-base..HEAD) patches)" \
 	git -C "$SRC" format-patch -q --cover-letter --base=shstk-base --zero-commit \
 	--subject-prefix="PATCH v$version" -o "$OUT" shstk-base..HEAD
 
@@ -45,7 +45,7 @@ add_cc() {
 		# Its complaints about commits the tree does not have go to a log.
 		ccs=$(cd "$SRC" && perl scripts/get_maintainer.pl --no-rolestats --no-git \
 			--no-git-fallback "$p" 2>>"$OUT/get_maintainer.log") ||
-			die "get_maintainer.pl failed on $p (see $OUT/get_maintainer.log)"
+			shstk_die "get_maintainer.pl failed on $p (see $OUT/get_maintainer.log)"
 		[ -n "$ccs" ] || continue
 		awk -v ccs="$ccs" 'BEGIN { n = split(ccs, cc, "\n") }
 			!done && /^$/ { for (i = 1; i <= n; i++) print "Cc: " cc[i]; done = 1 }
@@ -53,7 +53,7 @@ add_cc() {
 		mv "$p.cc" "$p"
 	done
 }
-step "Cc lists (scripts/get_maintainer.pl)" add_cc
+shstk_step "Cc lists (scripts/get_maintainer.pl)" add_cc
 
 # The cover letter: the subject and body of patches/cover-letter, then the
 # evidence, in place of format-patch's placeholders.
@@ -62,10 +62,10 @@ fill_cover() {
 	# patches/cover-letter, or the one of the SERIES version's overlay,
 	# which scripts/build/series.py puts beside the series it lays out.
 	text=$SHSTK_SERIES_DIR/cover-letter
-	[ -f "$text" ] || die "no cover letter text for this series ($text): write patches/v<N>/cover-letter for its version"
-	evidence=$(PYTHONPATH=$SHSTK_TOP py -m checks.evidence "$SHSTK_OUT" "$series_hash" \
+	[ -f "$text" ] || shstk_die "no cover letter text for this series ($text): write patches/v<N>/cover-letter for its version"
+	evidence=$(PYTHONPATH=$SHSTK_TOP shstk_py -m checks.evidence "$SHSTK_OUT" "$series_hash" \
 		"$SHSTK_SERIES_TAG") || rc=$?
-	[ "$rc" -le 1 ] || die "checks/evidence.py failed (exit $rc)"
+	[ "$rc" -le 1 ] || shstk_die "checks/evidence.py failed (exit $rc)"
 	[ "$rc" -eq 0 ] || evidence="No run of this series (hash $series_hash) in $SHSTK_OUT yet: make test first."
 	{
 		sed -n '3,$p' "$text"
@@ -79,7 +79,7 @@ fill_cover() {
 		echo "Applies to Debian's $(cat "$SRC/.shstk-kernel-version"), committed as the"
 		echo "base-commit below."
 	} >"$OUT/blurb"
-	SUBJECT=$(head -n1 "$text") BLURB=$OUT/blurb py - "$cover" <<-'EOF'
+	SUBJECT=$(head -n1 "$text") BLURB=$OUT/blurb shstk_py - "$cover" <<-'EOF'
 		import os, sys
 		path = sys.argv[1]
 		with open(path) as f:
@@ -96,7 +96,7 @@ fill_cover() {
 	EOF
 	rm -f "$OUT/blurb"
 }
-step "cover letter" fill_cover
+shstk_step "cover letter" fill_cover
 
 # checkpatch --strict: errors stop it; every warning or check must have a
 # line of patches/checkpatch-notes.
@@ -108,7 +108,7 @@ check() {
 		report=$(cd "$SRC" && { perl scripts/checkpatch.pl --strict --show-types -q "$p" 2>&1 || :; })
 		if grep -q '^ERROR:' <<<"$report"; then
 			printf '%s\n' "$report" >&2
-			die "checkpatch: errors in $(basename "$p")"
+			shstk_die "checkpatch: errors in $(basename "$p")"
 		fi
 		subject=$(basename "$p" .patch)
 		subject=${subject#[0-9][0-9][0-9][0-9]-}
@@ -116,15 +116,15 @@ check() {
 			[ -n "$finding" ] || continue
 			why=$(grep -F "$subject: $finding: " "$NOTES" 2>/dev/null | head -n1 || true)
 			if [ -n "$why" ]; then
-				msg "  $(basename "$p"): $finding: ${why#"$subject: $finding: "}"
+				shstk_msg "  $(basename "$p"): $finding: ${why#"$subject: $finding: "}"
 			else
-				warn "$(basename "$p"): checkpatch $finding, not explained in patches/checkpatch-notes"
+				shstk_warn "$(basename "$p"): checkpatch $finding, not explained in patches/checkpatch-notes"
 				unexplained=$((unexplained + 1))
 			fi
 		done < <(sed -nE 's/^(WARNING|CHECK):([A-Z_]+):.*/\1:\2/p' <<<"$report" | sort -u)
 	done
-	[ "$unexplained" -eq 0 ] || die "$unexplained checkpatch findings without an explanation"
+	[ "$unexplained" -eq 0 ] || shstk_die "$unexplained checkpatch findings without an explanation"
 }
-step "checkpatch --strict" check
+shstk_step "checkpatch --strict" check
 
-msg "the series as mails: $OUT (git send-email $OUT/*.patch)"
+shstk_msg "the series as mails: $OUT (git send-email $OUT/*.patch)"

@@ -13,20 +13,20 @@ set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
 
-host_check
-arch_vars "${1:-}"
-emu_vars "${2:-}"
+shstk_host_check
+shstk_arch_vars "${1:-}"
+shstk_emu_vars "${2:-}"
 OUT=$EMU_OUT/debug
 PROG=${3:-}
 # Checked before any long step (a kernel build takes minutes).
-[ -z "$PROG" ] || prog_check "$PROG"
-lock_out "$OUT"
+[ -z "$PROG" ] || shstk_prog_check "$PROG"
+shstk_lock_out "$OUT"
 
 if [ -n "$PROG" ]; then
-	build_boot --gdb --prog "$PROG"
+	shstk_build_boot --gdb --prog "$PROG"
 	prog=$(readlink -f "$PROG")
 else
-	build_boot --gdb gdb
+	shstk_build_boot --gdb gdb
 	prog=$GUEST_DIR/bin/shstk_gdb
 fi
 comm=$(basename "$prog" | cut -c1-15)
@@ -36,11 +36,11 @@ mkdir -p "$OUT"
 # the guest), are gdb's.  A TERM to this script runs the EXIT trap at once
 # (bash waits for no foreground child when it has no TERM trap): it stops
 # the VM, then gdb, the script's only other child, and waits until it is gone.
-trap 'stop_vm; stop_own_children' EXIT
-start_paused_vm "$EMU" "$OUT" "$GUEST_IMAGE" "${SHSTK_DEBUG_TIMEOUT:-3600}"
-msg "$EMU paused on 127.0.0.1:$GDB_PORT; console log: $OUT/console.log"
-export_gdb_env "$prog"
+trap 'shstk_stop_vm; shstk_stop_own_children' EXIT
+shstk_start_paused_vm "$EMU" "$OUT" "$GUEST_IMAGE" "${SHSTK_DEBUG_TIMEOUT:-3600}"
+shstk_msg "$EMU paused on 127.0.0.1:$GDB_PORT; console log: $OUT/console.log"
+shstk_export_gdb_env "$prog"
 rc=0
-SHSTK_COMM=$comm tb gdb-multiarch -q -nx -x "$SHSTK_TOP/gdb/debug.py" || rc=$?
-msg "gdb exited ($rc); stopping $EMU"
+SHSTK_COMM=$comm shstk_tb gdb-multiarch -q -nx -x "$SHSTK_TOP/gdb/debug.py" || rc=$?
+shstk_msg "gdb exited ($rc); stopping $EMU"
 exit "$rc"

@@ -16,24 +16,24 @@ set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
 
-host_check
+shstk_host_check
 emu=
 if [ "${1:-}" = --emu ]; then
 	emu=${2:?--emu needs an emulator}
 	shift 2
 fi
-[ "$#" -ge 3 ] || die "usage: scripts/each-arch.sh [--emu EMU] WHAT \"ARCHES\" CMD ARGS..."
+[ "$#" -ge 3 ] || shstk_die "usage: scripts/each-arch.sh [--emu EMU] WHAT \"ARCHES\" CMD ARGS..."
 what=$1
 read -ra arches <<<"$2"
 shift 2
-[ "${#arches[@]}" -gt 0 ] || die "no architectures given"
+[ "${#arches[@]}" -gt 0 ] || shstk_die "no architectures given"
 
 # A mistyped EMU must not leave every arch out and pass.
-[ -z "$emu" ] || emu_check "$emu"
+[ -z "$emu" ] || shstk_emu_check "$emu"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-exit_on_signals
+shstk_exit_on_signals
 
 # The counts line every checks/ verdict ends with ("N passed, N failed",
 # then ", N skipped"), the last one the script printed.
@@ -54,12 +54,12 @@ run_one() {
 	# says how it stops.
 	exec {out_fd}> >(exec tee -i -- "$out")
 	tee_pid=$!
-	SHSTK_STATUS_FILE=$tmp/$a.why start_child "${cmd[@]}" >&"$out_fd" {out_fd}>&-
+	SHSTK_STATUS_FILE=$tmp/$a.why shstk_start_child "${cmd[@]}" >&"$out_fd" {out_fd}>&-
 	exec {out_fd}>&-
-	wait_child "$CHILD_PID" || rc=$?
+	shstk_wait_child "$CHILD_PID" || rc=$?
 	# Done when the run's last output is copied; a process the run left
 	# behind with its stdout must not hold the summary back.
-	poll_until_gone 5 _shstk_pid_alive "$tee_pid" || kill "$tee_pid" 2>/dev/null || true
+	shstk_poll_until_gone 5 _shstk_pid_alive "$tee_pid" || kill "$tee_pid" 2>/dev/null || true
 	counts=$(counts_of "$out")
 	why=$(head -n1 "$tmp/$a.why" 2>/dev/null || true)
 	if [ -n "$counts" ]; then
@@ -79,7 +79,7 @@ run_one() {
 
 rc=0 ran=0
 for a in "${arches[@]}"; do
-	if [ -n "$emu" ] && ! why=$( (arch_vars "$a" && emu_vars "$emu") 2>&1 >/dev/null); then
+	if [ -n "$emu" ] && ! why=$( (shstk_arch_vars "$a" && shstk_emu_vars "$emu") 2>&1 >/dev/null); then
 		echo "left out: ${why#*error: }" >"$tmp/$a.line"
 		continue
 	fi
@@ -87,10 +87,10 @@ for a in "${arches[@]}"; do
 	run_one "$a" "$@" || rc=1
 done
 
-msg "$what, per architecture:"
+shstk_msg "$what, per architecture:"
 for a in "${arches[@]}"; do
-	msg "  $(printf '%-8s' "$a") $(cat "$tmp/$a.line")"
+	shstk_msg "  $(printf '%-8s' "$a") $(cat "$tmp/$a.line")"
 done
 # An emulator that runs no arch at all was set up wrong (QEMU=, say).
-[ "$ran" -gt 0 ] || die "nothing ran: EMU=$emu left out every architecture (reasons above)"
+[ "$ran" -gt 0 ] || shstk_die "nothing ran: EMU=$emu left out every architecture (reasons above)"
 exit "$rc"

@@ -19,10 +19,10 @@ set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
 
-host_check
+shstk_host_check
 export SHSTK_KCONFIG_VARIANT=${KCONFIG-debug}
-arch_vars "${1:-}"
-emu_vars "${2:-}"
+shstk_arch_vars "${1:-}"
+shstk_emu_vars "${2:-}"
 seed=${SEED:-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')}
 seed=${seed#0x}
 calls=${CALLS:-100000}
@@ -36,18 +36,18 @@ if [ -z "${JOBS:-}" ]; then
 	[ "$JOBS" -ge 1 ] || JOBS=1
 fi
 for v in CALLS:"$calls" ROUNDS:"$rounds" JOBS:"$JOBS" XSAVE_SECONDS:"$xsave_seconds"; do
-	[[ ${v#*:} =~ ^[0-9]+$ ]] || die "${v%%:*}=${v#*:} is not a number"
+	[[ ${v#*:} =~ ^[0-9]+$ ]] || shstk_die "${v%%:*}=${v#*:} is not a number"
 done
-[[ $seed =~ ^[0-9a-fA-F]{1,16}$ ]] || die "SEED=$seed is not a 64-bit hex number"
-[ "$JOBS" -ge 1 ] || die "JOBS=$JOBS: at least one VM"
+[[ $seed =~ ^[0-9a-fA-F]{1,16}$ ]] || shstk_die "SEED=$seed is not a 64-bit hex number"
+[ "$JOBS" -ge 1 ] || shstk_die "JOBS=$JOBS: at least one VM"
 out=$EMU_OUT/fuzz
 
-lock_out "$out"
+shstk_lock_out "$out"
 # A step's results come from this run or from nowhere, even if a build
 # below fails.
 rm -rf "$out"
-build_boot fuzz
-msg "fuzzing $ARCH/$EMU (kernel: ${SHSTK_KCONFIG_VARIANT:-default}) with seed 0x$seed: $calls calls, $rounds race rounds, $JOBS VM(s)"
+shstk_build_boot fuzz
+shstk_msg "fuzzing $ARCH/$EMU (kernel: ${SHSTK_KCONFIG_VARIANT:-default}) with seed 0x$seed: $calls calls, $rounds race rounds, $JOBS VM(s)"
 mkdir -p "$out"
 
 # VM i runs its share with seed + i: each VM's own seed, printed here and in
@@ -58,18 +58,18 @@ t0=$EPOCHREALTIME
 for ((i = 0; i < JOBS; i++)); do
 	n=$((calls / JOBS + (i < calls % JOBS))) r=$((rounds / JOBS + (i < rounds % JOBS)))
 	vm_dirs+=("$out/vm$i")
-	[ "$JOBS" -eq 1 ] || msg "vm$i: seed 0x$(vm_seed "$i"), $n calls, $r race rounds; logs in $out/vm$i"
+	[ "$JOBS" -eq 1 ] || shstk_msg "vm$i: seed 0x$(vm_seed "$i"), $n calls, $r race rounds; logs in $out/vm$i"
 	vm=("$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out/vm$i"
 		"${SHSTK_FUZZ_TIMEOUT:-5400}"
 		"SHSTK_SEED=0x$(vm_seed "$i") SHSTK_FUZZ_CALLS=$n SHSTK_FUZZ_ROUNDS=$r SHSTK_XSAVE_SECONDS=$xsave_seconds")
 	# With several VMs each one's messages carry its name.
 	if [ "$JOBS" -eq 1 ]; then
-		start_child "${vm[@]}"
+		shstk_start_child "${vm[@]}"
 	else
-		start_child "${vm[@]}" > >(sed -u "s/^/[vm$i] /") 2>&1
+		shstk_start_child "${vm[@]}" > >(sed -u "s/^/[vm$i] /") 2>&1
 	fi
 done
-wait_children || true
+shstk_wait_children || true
 
 rc=0
 # A kernel with kmemleak must show that the end-of-run scan happened: a
@@ -78,16 +78,16 @@ kmemleak=no
 ! grep -q '^CONFIG_DEBUG_KMEMLEAK=y' "$KBUILD_DIR/.config" || kmemleak=yes
 for dir in "${vm_dirs[@]}"; do
 	name=$(basename "$dir")
-	PYTHONPATH=$SHSTK_TOP py -m checks.report "$dir" || rc=$?
+	PYTHONPATH=$SHSTK_TOP shstk_py -m checks.report "$dir" || rc=$?
 	[ "$kmemleak" = yes ] || continue
 	if line=$(grep -a -m1 'shstk-lab: kmemleak scan:' "$dir/console.log"); then
-		msg "$name: ${line#shstk-lab: }"
+		shstk_msg "$name: ${line#shstk-lab: }"
 	else
-		msg "FAIL: $name: the kernel has kmemleak, but the guest never reported its scan"
+		shstk_msg "FAIL: $name: the kernel has kmemleak, but the guest never reported its scan"
 		rc=1
 	fi
 done
 # One results.json for the whole run (what make test counts).
-PYTHONPATH=$SHSTK_TOP py -m checks.report --merge "$out" "${vm_dirs[@]}" || rc=1
-msg "fuzz $ARCH/$EMU: seed 0x$seed, $calls calls, $rounds race rounds on $JOBS VM(s), $(elapsed "$t0") s"
+PYTHONPATH=$SHSTK_TOP shstk_py -m checks.report --merge "$out" "${vm_dirs[@]}" || rc=1
+shstk_msg "fuzz $ARCH/$EMU: seed 0x$seed, $calls calls, $rounds race rounds on $JOBS VM(s), $(shstk_elapsed "$t0") s"
 exit "$rc"

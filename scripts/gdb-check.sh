@@ -12,30 +12,30 @@ set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
 
-host_check
-arch_vars "${1:-}"
-emu_vars "${2:-}"
+shstk_host_check
+shstk_arch_vars "${1:-}"
+shstk_emu_vars "${2:-}"
 OUT=$EMU_OUT/gdb
 GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-120}
 
-lock_out "$OUT"
+shstk_lock_out "$OUT"
 mkdir -p "$OUT"
 rm -f "$OUT/gdb-steps.jsonl" "$OUT/gdb.log" "$OUT/gdb-check.json" "$OUT/vm.json"
-build_boot --gdb gdb
+shstk_build_boot --gdb gdb
 prog=$GUEST_DIR/bin/shstk_gdb
 
-trap stop_vm EXIT
-exit_on_signals
+trap shstk_stop_vm EXIT
+shstk_exit_on_signals
 
 t0=$EPOCHREALTIME
-start_paused_vm "$EMU" "$OUT" "$GUEST_IMAGE" "$((GDB_TIMEOUT + 30))"
-msg "gdb attached to $EMU on 127.0.0.1:$GDB_PORT; step log $OUT/gdb-steps.jsonl"
-export_gdb_env "$prog"
+shstk_start_paused_vm "$EMU" "$OUT" "$GUEST_IMAGE" "$((GDB_TIMEOUT + 30))"
+shstk_msg "gdb attached to $EMU on 127.0.0.1:$GDB_PORT; step log $OUT/gdb-steps.jsonl"
+shstk_export_gdb_env "$prog"
 rc=0
 # gdb as a child to stop on TERM or INT (scripts/lib/core.sh): in the foreground, bash
 # would run no trap until gdb ended by itself.  The tb script, not the
 # function, so that the child signalled is tb itself (see vm/boot.sh).
-SHSTK_STEPS=$OUT/gdb-steps.jsonl run_child "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$GDB_TIMEOUT" gdb-multiarch -q -batch -nx \
+SHSTK_STEPS=$OUT/gdb-steps.jsonl shstk_run_child "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$GDB_TIMEOUT" gdb-multiarch -q -batch -nx \
 	-x "$SHSTK_TOP/gdb/check_clone3.py" >"$OUT/gdb.log" 2>&1 || rc=$?
 grep '^\[gdb-check\]' "$OUT/gdb.log" >&2 || true
 if [ "$rc" -eq 0 ]; then
@@ -43,10 +43,10 @@ if [ "$rc" -eq 0 ]; then
 	wait "$VM_PID" || true
 	VM_PID=
 else
-	[ "$rc" -ne 124 ] || msg "gdb timed out after $GDB_TIMEOUT s: a breakpoint never hit?"
-	msg "gdb failed (exit $rc); stopping the VM (see $OUT/gdb.log)"
-	stop_vm
+	[ "$rc" -ne 124 ] || shstk_msg "gdb timed out after $GDB_TIMEOUT s: a breakpoint never hit?"
+	shstk_msg "gdb failed (exit $rc); stopping the VM (see $OUT/gdb.log)"
+	shstk_stop_vm
 fi
-msg "gdb-check $ARCH: $(elapsed "$t0") s"
+shstk_msg "gdb-check $ARCH: $(shstk_elapsed "$t0") s"
 # The verdict is the exit status: a failed check is no error of the script.
-PYTHONPATH=$SHSTK_TOP py -m checks.gdbsteps "$OUT" "$ARCH" "$rc" || exit
+PYTHONPATH=$SHSTK_TOP shstk_py -m checks.gdbsteps "$OUT" "$ARCH" "$rc" || exit

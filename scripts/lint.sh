@@ -17,7 +17,7 @@ mapfile -t pys < <(git ls-files '*.py')
 mapfile -t cs < <(git ls-files 'guest/*.c' 'guest/*.h')
 checkpatch=$SHSTK_PATCHED_SRC/scripts/checkpatch.pl
 qemu_checkpatch=$SHSTK_CACHE/qemu/src/scripts/checkpatch.pl
-mapfile -t qemu_patches < <(series_list patches/qemu/series | sed 's|^|patches/qemu/|')
+mapfile -t qemu_patches < <(shstk_series_list patches/qemu/series | sed 's|^|patches/qemu/|')
 
 echo "KTAP version 1"
 echo "1..5"
@@ -32,7 +32,7 @@ else
 	echo "not ok 1 shellcheck"
 	rc=1
 fi
-if out=$(py -m py_compile "${pys[@]}" 2>&1); then
+if out=$(shstk_py -m py_compile "${pys[@]}" 2>&1); then
 	echo "ok 2 python3 py_compile (${#pys[@]} files)"
 else
 	printf '%s\n' "$out" | sed 's/^/# /'

@@ -24,14 +24,14 @@
 set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
-host_check
+shstk_host_check
 check=
 if [ "${1:-}" = --check ]; then
 	check=yes
 	shift
 fi
-arch_vars "${1:-}"
-emu_vars "${2:-}"
+shstk_arch_vars "${1:-}"
+shstk_emu_vars "${2:-}"
 # This shell's emulator facts are for a VM outside record/replay; the
 # replays have no QMP (vm/emulators/qemu.sh).
 EMU_QMP=no
@@ -41,30 +41,30 @@ why=
 	why="$ARCH under $EMU has no user shadow stacks ($EMU_NO_SHSTK_WHY): no token to race on"
 if [ -n "$why" ]; then
 	# make test asks every emulator: the check is then a skip that says why.
-	[ -n "$check" ] || die "$why"
+	[ -n "$check" ] || shstk_die "$why"
 	echo "$ARCH   SKIP  make replay  # SKIP $why"
 	echo "replay $ARCH: 0 passed, 0 failed, 1 skipped"
 	exit 0
 fi
 OUT=$EMU_OUT/replay
-lock_out "$OUT"
+shstk_lock_out "$OUT"
 RR=$OUT/record
 TIMEOUT=${SHSTK_REPLAY_TIMEOUT:-300}
 GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-180}
 # The project's QEMU is built here, before anything is timed.
-build_boot --gdb replay
+shstk_build_boot --gdb replay
 prog=$GUEST_DIR/bin/token_race
 rm -rf "$OUT"
 mkdir -p "$RR"
-trap stop_vm EXIT
-exit_on_signals
+trap shstk_stop_vm EXIT
+shstk_exit_on_signals
 
 t0=$EPOCHREALTIME
 rc=0
-SHSTK_RR_MODE=record SHSTK_RR_DIR=$RR run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" \
+SHSTK_RR_MODE=record SHSTK_RR_DIR=$RR shstk_run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" \
 	"$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$RR" "$TIMEOUT" >"$RR/boot.log" 2>&1 || rc=$?
-msg "recorded in $(elapsed "$t0") s (emulator exit $rc): $RR/replay.bin, $(du -k "$RR/replay.bin" 2>/dev/null | cut -f1) KiB"
-[ -s "$RR/replay.bin" ] || die "the recording left no $RR/replay.bin (see $RR/emulator.log)"
+shstk_msg "recorded in $(shstk_elapsed "$t0") s (emulator exit $rc): $RR/replay.bin, $(du -k "$RR/replay.bin" 2>/dev/null | cut -f1) KiB"
+[ -s "$RR/replay.bin" ] || shstk_die "the recording left no $RR/replay.bin (see $RR/emulator.log)"
 
 # Replay the recording paused under the gdbstub (a replay is the recorded
 # machine, so the same kernel and image) and run gdb with SCRIPT on it, in
@@ -73,32 +73,32 @@ replay_under_gdb() {
 	local dir=$1 script=$2 batch=${3:-} rc=0 t1=$EPOCHREALTIME
 	mkdir -p "$dir"
 	# Interactive: as long as make debug's session.
-	SHSTK_RR_MODE=replay SHSTK_RR_DIR=$RR start_paused_vm "$EMU" "$dir" "$GUEST_IMAGE" \
+	SHSTK_RR_MODE=replay SHSTK_RR_DIR=$RR shstk_start_paused_vm "$EMU" "$dir" "$GUEST_IMAGE" \
 		"$([ -n "$batch" ] && echo "$((GDB_TIMEOUT + 30))" || echo "${SHSTK_DEBUG_TIMEOUT:-3600}")"
-	export_gdb_env "$prog"
+	shstk_export_gdb_env "$prog"
 	export SHSTK_NO_REVERSE_WHY=$EMU_NO_REVERSE_WHY
 	if [ -n "$batch" ]; then
-		SHSTK_STEPS=$dir/steps.jsonl run_child "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$GDB_TIMEOUT" \
+		SHSTK_STEPS=$dir/steps.jsonl shstk_run_child "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$GDB_TIMEOUT" \
 			gdb-multiarch -q -batch -nx -x "$script" >"$dir/gdb.log" 2>&1 || rc=$?
 		grep '^\[replay\]' "$dir/gdb.log" >&2 || true
-		[ "$rc" -ne 124 ] || msg "gdb timed out after $GDB_TIMEOUT s"
+		[ "$rc" -ne 124 ] || shstk_msg "gdb timed out after $GDB_TIMEOUT s"
 	else
-		SHSTK_STEPS=$dir/steps.jsonl tb gdb-multiarch -q -nx -x "$script" || rc=$?
+		SHSTK_STEPS=$dir/steps.jsonl shstk_tb gdb-multiarch -q -nx -x "$script" || rc=$?
 	fi
-	stop_vm
+	shstk_stop_vm
 	echo "$rc" >"$dir/gdb.rc"
-	msg "$(basename "$dir"): gdb exit $rc in $(elapsed "$t1") s"
+	shstk_msg "$(basename "$dir"): gdb exit $rc in $(shstk_elapsed "$t1") s"
 }
 
 if [ -z "$check" ]; then
-	[ -z "$EMU_NO_REVERSE_WHY" ] || warn "gdb cannot run this replay backwards: $EMU_NO_REVERSE_WHY"
-	msg "gdb on the replay of $RR; quitting gdb ends it"
+	[ -z "$EMU_NO_REVERSE_WHY" ] || shstk_warn "gdb cannot run this replay backwards: $EMU_NO_REVERSE_WHY"
+	shstk_msg "gdb on the replay of $RR; quitting gdb ends it"
 	# gdb in the foreground owns the terminal and its Ctrl-C (which
 	# pauses the guest), as in make debug: no INT or TERM trap of ours
 	# while it runs; a TERM to this script stops the VM, then gdb.
 	trap - TERM
-	trap_int -
-	trap 'stop_vm; stop_own_children' EXIT
+	shstk_trap_int -
+	trap 'shstk_stop_vm; shstk_stop_own_children' EXIT
 	replay_under_gdb "$OUT/gdb" "$SHSTK_TOP/gdb/replay.py"
 	exit 0
 fi
@@ -110,8 +110,8 @@ else
 	# Not run, and why: checks/replay.py reports it as a skip.
 	mkdir -p "$OUT/reverse"
 	echo "$EMU_NO_REVERSE_WHY" >"$OUT/reverse/not-run"
-	msg "reverse: not run: $EMU_NO_REVERSE_WHY"
+	shstk_msg "reverse: not run: $EMU_NO_REVERSE_WHY"
 fi
-msg "replay $ARCH: $(elapsed "$t0") s"
+shstk_msg "replay $ARCH: $(shstk_elapsed "$t0") s"
 # The verdict is the exit status: a failed check is no error of the script.
-PYTHONPATH=$SHSTK_TOP py -m checks.replay "$OUT" "$ARCH" || exit
+PYTHONPATH=$SHSTK_TOP shstk_py -m checks.replay "$OUT" "$ARCH" || exit

@@ -15,50 +15,50 @@ set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
 
-host_check
+shstk_host_check
 mode=${1:?run or smoke}
-arch_vars "${2:-}"
-emu_vars "${3:-}"
+shstk_arch_vars "${2:-}"
+shstk_emu_vars "${3:-}"
 PROG=${4:-}
-case "$mode" in run | smoke) ;; *) die "unknown mode '$mode' (run or smoke)" ;; esac
+case "$mode" in run | smoke) ;; *) shstk_die "unknown mode '$mode' (run or smoke)" ;; esac
 
 # Check what the user gave before any long step.
-[ -z "$PROG" ] || prog_check "$PROG"
+[ -z "$PROG" ] || shstk_prog_check "$PROG"
 # A later setting on the kernel command line wins over the emulator's.
 append=
 if [ -n "${XSAVE_SECONDS:-}" ]; then
-	[[ $XSAVE_SECONDS =~ ^[0-9]+$ ]] || die "XSAVE_SECONDS=$XSAVE_SECONDS is not a number of seconds"
+	[[ $XSAVE_SECONDS =~ ^[0-9]+$ ]] || shstk_die "XSAVE_SECONDS=$XSAVE_SECONDS is not a number of seconds"
 	append="SHSTK_XSAVE_SECONDS=$XSAVE_SECONDS"
 fi
 out=$EMU_OUT
 timeout=${SHSTK_RUN_TIMEOUT:-600}
 if [ -n "$PROG" ]; then
-	[ "$mode" = run ] || die "PROG= goes with run"
+	[ "$mode" = run ] || shstk_die "PROG= goes with run"
 	out=$out/prog
 elif [ "$mode" = smoke ]; then
 	out=$out/smoke
 	timeout=${SHSTK_RUN_TIMEOUT:-90}
 fi
 
-lock_out "$out"
+shstk_lock_out "$out"
 # A step's results come from this run or from nowhere: a build that fails
 # below must not leave the last run's verdict in place.
 rm -f "$out/results.json" "$out/results.ktap" "$out/results.junit.xml"
 if [ -n "$PROG" ]; then
-	build_boot --prog "$PROG"
+	shstk_build_boot --prog "$PROG"
 else
-	build_boot "$mode"
+	shstk_build_boot "$mode"
 fi
 
 t0=$EPOCHREALTIME
-msg "booting $ARCH under $EMU (timeout $timeout s); logs in $out"
-run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out" "$timeout" "$append" || true
+shstk_msg "booting $ARCH under $EMU (timeout $timeout s); logs in $out"
+shstk_run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out" "$timeout" "$append" || true
 
 if [ -n "$PROG" ]; then
-	msg "output of $(basename "$PROG"):"
+	shstk_msg "output of $(basename "$PROG"):"
 	sed -n '/^SHSTK-LAB BEGIN user/,/^SHSTK-LAB END user/{/^SHSTK-LAB /d;p}' "$out/guest.out"
 fi
 rc=0
-PYTHONPATH=$SHSTK_TOP py -m checks.report "$out" || rc=$?
-msg "$mode $ARCH/$EMU: $(elapsed "$t0") s"
+PYTHONPATH=$SHSTK_TOP shstk_py -m checks.report "$out" || rc=$?
+shstk_msg "$mode $ARCH/$EMU: $(shstk_elapsed "$t0") s"
 exit "$rc"

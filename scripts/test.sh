@@ -26,7 +26,7 @@
 set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
-host_check
+shstk_host_check
 
 LOG=$SHSTK_OUT/test$SHSTK_SERIES_SUFFIX
 cd "$SHSTK_TOP"
@@ -53,17 +53,17 @@ run_step() {
 		flock -s "$room"
 	fi
 	t0=$EPOCHREALTIME
-	msg "== $name"
+	shstk_msg "== $name"
 	# A child, so that a TERM or INT stops it; the locks stay this
 	# shell's (a child that outlived its step would hold them).
-	start_child "$@" >"$LOG/$name.log" 2>&1 {turnstile}>&- {room}>&-
-	wait_child "$CHILD_PID" || rc=$?
-	took=$(elapsed "$t0")
+	shstk_start_child "$@" >"$LOG/$name.log" 2>&1 {turnstile}>&- {room}>&-
+	shstk_wait_child "$CHILD_PID" || rc=$?
+	took=$(shstk_elapsed "$t0")
 	exec {turnstile}>&- {room}>&-
 	LAST_RC=$rc
 	printf '%s\t%s\n' "$name" "$took" >>"$LOG/steps.tsv"
 	printf '%s\t%s\t%s\n' "$name" "$kind" "$rc" >>"$LOG/verdicts.tsv"
-	msg "   $name: exit $rc in $took s (log: $LOG/$name.log)"
+	shstk_msg "   $name: exit $rc in $took s (log: $LOG/$name.log)"
 }
 
 # emu_steps ARCH EMU: every VM step of one emulator on one arch (the arch's
@@ -71,12 +71,12 @@ run_step() {
 # out/test/shstk-runs.ARCH when the guest has shadow stacks there.
 emu_steps() {
 	local a=$1 tag build
-	arch_vars "$a"
-	emu_vars "$2"
+	shstk_arch_vars "$a"
+	shstk_emu_vars "$2"
 	tag=$(basename "$EMU_OUT")
 	# The project's own emulator build (QEMU with CET and Zicfiss fixes,
 	# Bochs's two builds: for gdb and for runs), also a step of its own.
-	emulator_build_command build all
+	shstk_emulator_build_command build all
 	if [ "${#build[@]}" -gt 0 ]; then
 		run_step "emulator-$tag" build "${build[@]}"
 		# Its VM steps would each try the failed build again.
@@ -102,35 +102,35 @@ emu_steps() {
 }
 
 if [ "${1:-}" = --steps ]; then
-	[ "$#" -eq 3 ] || die "usage: scripts/test.sh --steps ARCH EMU"
+	[ "$#" -eq 3 ] || shstk_die "usage: scripts/test.sh --steps ARCH EMU"
 	mkdir -p "$LOG"
 	emu_steps "$2" "$3"
 	exit 0
 fi
 
-arches=${1:-$(arch_names | paste -sd" ")}
+arches=${1:-$(shstk_arch_names | paste -sd" ")}
 # The arches in progress are left out, with the reason (config/arches.ini).
 if [ -z "${1:-}" ]; then
-	for a in $(arch_names --all); do
-		[[ " $arches " == *" $a "* ]] || msg "$a: not in make test, $(arch_fact "$a" status)"
+	for a in $(shstk_arch_names --all); do
+		[[ " $arches " == *" $a "* ]] || shstk_msg "$a: not in make test, $(shstk_arch_fact "$a" status)"
 	done
 fi
 # A bad emulator setting (QEMU=) stops make test before anything runs:
-# later, emulators_for would take a backend that fails to declare itself
+# later, shstk_emulators_for would take a backend that fails to declare itself
 # for an arch to mean that it does not emulate it.
-(arch_vars x86_64 && emu_vars qemu) >/dev/null
+(shstk_arch_vars x86_64 && shstk_emu_vars qemu) >/dev/null
 # An unknown ARCH, too.
 arch_list=()
 for a in $arches; do
-	arch_resolve a "$a"
+	shstk_arch_resolve a "$a"
 	arch_list+=("$a")
 done
 # One make test at a time in this checkout: its logs and tables are
 # rewritten below (its own side lane, started later, takes no lock).
-lock_out "$LOG"
+shstk_lock_out "$LOG"
 mkdir -p "$LOG"
-# The builds found current once (scripts/lib/build.sh, build_checked): the later steps'
-# runs, the side lane's too, take them as they are.
+# The builds found current once (scripts/lib/build.sh, shstk_build_checked): the
+# later steps' runs, the side lane's too, take them as they are.
 export SHSTK_CHECKED_BUILDS=$LOG/checked-builds
 : >"$SHSTK_CHECKED_BUILDS"
 : >"$LOG/steps.tsv"
@@ -143,7 +143,7 @@ t_start=$EPOCHREALTIME
 # which needs none of them, is fetched meanwhile (on a fresh cache: the
 # network and one CPU for a minute); the series step checks it.  The series
 # before the lint (checkpatch.pl) and the harness tests, which use its tree.
-start_child scripts/build/kernel-source.sh >"$LOG/kernel-source.log" 2>&1
+shstk_start_child scripts/build/kernel-source.sh >"$LOG/kernel-source.log" 2>&1
 source_pid=$CHILD_PID
 run_step toolbox build scripts/tools/toolbox.sh
 # The bpftrace root filesystems and their disk images, all at once, beside
@@ -154,12 +154,12 @@ run_step toolbox build scripts/tools/toolbox.sh
 # current at once.
 rootfs_pids=()
 for a in "${arch_list[@]}"; do
-	start_child nice -n 19 scripts/build/rootfs.sh "$a" --disk >"$LOG/rootfs-$a.log" 2>&1
+	shstk_start_child nice -n 19 scripts/build/rootfs.sh "$a" --disk >"$LOG/rootfs-$a.log" 2>&1
 	rootfs_pids+=("$CHILD_PID")
 done
 run_step series ktap scripts/check-series.sh
-wait_child "$source_pid" ||
-	warn "fetching the kernel source beside the toolbox failed ($LOG/kernel-source.log); the series step tried again"
+shstk_wait_child "$source_pid" ||
+	shstk_warn "fetching the kernel source beside the toolbox failed ($LOG/kernel-source.log); the series step tried again"
 run_step unit unittest "$SHSTK_PYTHON" -m unittest discover -s tests -t . -v
 run_step lint ktap scripts/lint.sh
 
@@ -168,7 +168,7 @@ run_step lint ktap scripts/lint.sh
 # main lane's emulator keeps busy most.
 side_lane() {
 	[ "${SHSTK_TEST_LANES:-2}" != 1 ] && [ "$(nproc)" -ge 2 ] &&
-		(emu_vars "$1" && [ "$EMU_HOST_THREADS" -eq 1 ]) >/dev/null 2>&1
+		(shstk_emu_vars "$1" && [ "$EMU_HOST_THREADS" -eq 1 ]) >/dev/null 2>&1
 }
 
 # Every VM step runs under every emulator that emulates the arch (x86: the
@@ -178,13 +178,13 @@ side_pid=
 for a in "${arch_list[@]}"; do
 	# The kernel build is its own step: a broken build is named as such.
 	run_step "kernel-$a" build scripts/build/kernel.sh "$a"
-	arch_vars "$a"
+	shstk_arch_vars "$a"
 	main=()
-	for emu in $(emulators_for "$a"); do
+	for emu in $(shstk_emulators_for "$a"); do
 		if side_lane "$emu"; then
 			# One side lane at a time.
-			[ -z "$side_pid" ] || wait_child "$side_pid" || true
-			start_child scripts/test.sh --steps "$a" "$emu"
+			[ -z "$side_pid" ] || shstk_wait_child "$side_pid" || true
+			shstk_start_child scripts/test.sh --steps "$a" "$emu"
 			side_pid=$CHILD_PID
 		else
 			main+=("$emu")
@@ -194,12 +194,12 @@ for a in "${arch_list[@]}"; do
 		emu_steps "$a" "$emu"
 	done
 done
-[ -z "$side_pid" ] || wait_child "$side_pid" || warn "the side lane (scripts/test.sh --steps) failed"
+[ -z "$side_pid" ] || shstk_wait_child "$side_pid" || shstk_warn "the side lane (scripts/test.sh --steps) failed"
 # By now every trace step has had its root filesystem, from this build or
 # its own; a failure here was the trace steps' too.
 for i in "${!arch_list[@]}"; do
-	wait_child "${rootfs_pids[i]}" ||
-		warn "making the ${arch_list[i]} root filesystem beside the steps failed ($LOG/rootfs-${arch_list[i]}.log)"
+	shstk_wait_child "${rootfs_pids[i]}" ||
+		shstk_warn "making the ${arch_list[i]} root filesystem beside the steps failed ($LOG/rootfs-${arch_list[i]}.log)"
 done
 
 # Two emulators with shadow stacks (x86: QEMU with CET in TCG, and Bochs):
@@ -213,7 +213,7 @@ done
 # The harness under faults (Ctrl-C, a hung guest, two arches at once): these
 # boot VMs, so they come after the kernels are built, and alone.
 run_step harness unittest "$SHSTK_PYTHON" -m unittest tests.vm_harness -v
-printf 'total\t%s\n' "$(elapsed "$t_start")" >>"$LOG/steps.tsv"
+printf 'total\t%s\n' "$(shstk_elapsed "$t_start")" >>"$LOG/steps.tsv"
 
 # Every step's verdict, in the order the steps ended.
 steps=()
@@ -221,11 +221,11 @@ while IFS=$'\t' read -r name kind rc; do
 	steps+=("$name" "$kind" "$rc")
 done <"$LOG/verdicts.tsv"
 # JUnit XML for CI systems, beside the summary: out/test/results.junit.xml.
-PYTHONPATH=$SHSTK_TOP py -m checks.junit make-test "$LOG" "$LOG/results.junit.xml" "${steps[@]}" ||
-	warn "writing $LOG/results.junit.xml failed"
+PYTHONPATH=$SHSTK_TOP shstk_py -m checks.junit make-test "$LOG" "$LOG/results.junit.xml" "${steps[@]}" ||
+	shstk_warn "writing $LOG/results.junit.xml failed"
 # The steps against their time budgets: information here (a busy machine is
 # no regression), a check in make bench.
-msg "time budgets (config/test-budgets):"
-PYTHONPATH=$SHSTK_TOP py -m checks.budgets "$LOG/steps.tsv" >&2 || true
+shstk_msg "time budgets (config/test-budgets):"
+PYTHONPATH=$SHSTK_TOP shstk_py -m checks.budgets "$LOG/steps.tsv" >&2 || true
 # The verdict is the exit status: a failed step is no error of the script.
-PYTHONPATH=$SHSTK_TOP py -m checks.summary "$LOG" "${steps[@]}" || exit
+PYTHONPATH=$SHSTK_TOP shstk_py -m checks.summary "$LOG" "${steps[@]}" || exit

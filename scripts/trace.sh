@@ -14,9 +14,9 @@ set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
 
-host_check
-arch_vars "${1:-}"
-emu_vars "${2:-}"
+shstk_host_check
+shstk_arch_vars "${1:-}"
+shstk_emu_vars "${2:-}"
 scripts=()
 if [ -n "${3:-}" ]; then
 	IFS=, read -ra scripts <<<"$3"
@@ -27,26 +27,26 @@ else
 		[[ $name == *.* ]] || scripts+=("$name")
 	done
 fi
-[ "${#scripts[@]}" -gt 0 ] || die "no trace scripts given"
+[ "${#scripts[@]}" -gt 0 ] || shstk_die "no trace scripts given"
 OUT=$EMU_OUT/trace
 for i in "${!scripts[@]}"; do
 	scripts[i]=$(basename "${scripts[i]}" .bt)
-	[ -f "$SHSTK_TOP/trace/${scripts[i]}.bt" ] || die "no trace script trace/${scripts[i]}.bt"
+	[ -f "$SHSTK_TOP/trace/${scripts[i]}.bt" ] || shstk_die "no trace script trace/${scripts[i]}.bt"
 done
 list=$(IFS=,; echo "${scripts[*]}")
 PROG=${4:-}
 # Checked before any long step (a kernel build takes minutes).
-[ -z "$PROG" ] || prog_check "$PROG"
+[ -z "$PROG" ] || shstk_prog_check "$PROG"
 # The trace-SCRIPT.log files beside it are this run's too.
-lock_out "$OUT"
+shstk_lock_out "$OUT"
 for s in "${scripts[@]}"; do
 	rm -f "$EMU_OUT/trace-$s.log"
 done
 
 if [ -n "$PROG" ]; then
-	build_boot --prog "$PROG"
+	shstk_build_boot --prog "$PROG"
 else
-	build_boot trace
+	shstk_build_boot trace
 fi
 rootfs=$("$SHSTK_TOP/scripts/build/rootfs.sh" "$ARCH" --disk)
 # The scripts trace the first program the guest runs (guest.sh writes its
@@ -55,14 +55,14 @@ rootfs=$("$SHSTK_TOP/scripts/build/rootfs.sh" "$ARCH" --disk)
 comm=$(awk 'NF { print $2; exit }' "${GUEST_IMAGE%.cpio.gz}.tests")
 comm=${comm##*/}
 comm=${comm:0:15}
-[ -n "$comm" ] || die "the guest image $GUEST_IMAGE runs no program to trace"
+[ -n "$comm" ] || shstk_die "the guest image $GUEST_IMAGE runs no program to trace"
 t0=$EPOCHREALTIME
-msg "booting $ARCH with bpftrace (${scripts[*]}) on $comm; logs in $OUT"
+shstk_msg "booting $ARCH with bpftrace (${scripts[*]}) on $comm; logs in $OUT"
 export SHSTK_ROOTFS=$rootfs
-run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" \
+shstk_run_child "$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" \
 	"$OUT" "${SHSTK_TRACE_TIMEOUT:-300}" "shstk.trace=$list shstk.trace_comm=$comm" || true
 rc=0
-PYTHONPATH=$SHSTK_TOP py -m checks.trace "$OUT" "$ARCH" "$list" "$EMU_OUT" \
+PYTHONPATH=$SHSTK_TOP shstk_py -m checks.trace "$OUT" "$ARCH" "$list" "$EMU_OUT" \
 	"${PROG:+user}" || rc=$?
-msg "trace $ARCH: $(elapsed "$t0") s"
+shstk_msg "trace $ARCH: $(shstk_elapsed "$t0") s"
 exit "$rc"

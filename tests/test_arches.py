@@ -50,7 +50,7 @@ class ArchTableTest(unittest.TestCase):
             t.write(head + sep + tail)
             t.flush()
             rc, out, err = shell(f"SHSTK_ARCH_TABLE={t.name}; set -euo pipefail; "
-                                 "x=$(arch_names); echo $x; echo --; arch_names --all")
+                                 "x=$(shstk_arch_names); echo $x; echo --; shstk_arch_names --all")
         self.assertEqual(rc, 0, err)
         self.assertEqual(out.split(), arches.names()[:-1] + ["--"] + arches.names(all=True))
 
@@ -65,7 +65,7 @@ class ArchTableTest(unittest.TestCase):
         # One shell asks every question (a shell per question is slow),
         # each answer on its own line after a marker line.
         pairs = [(name, key) for name in arches.names(all=True) for key in documented_keys()]
-        script = "; ".join(f"echo '@@ {name} {key}'; arch_fact {name} {key}" for name, key in pairs)
+        script = "; ".join(f"echo '@@ {name} {key}'; shstk_arch_fact {name} {key}" for name, key in pairs)
         rc, out, err = shell(script)
         self.assertEqual(rc, 0, err)
         answers = dict(re.findall(r"^@@ (\S+ \S+)\n(.*)$", out, re.M))
@@ -77,10 +77,10 @@ class ArchTableTest(unittest.TestCase):
                 self.assertEqual(answers.get(f"{name} {key}"), str(want))
 
     def test_shell_fails_on_an_unknown_arch_or_key(self):
-        rc, _, err = shell("arch_vars sparc; echo reached")
+        rc, _, err = shell("shstk_arch_vars sparc; echo reached")
         self.assertNotEqual(rc, 0)
         self.assertIn("unknown ARCH 'sparc' (use x86_64 or arm64 or riscv64)", err)
-        rc, out, err = shell("arch_fact arm64 no_such_key; echo reached")
+        rc, out, err = shell("shstk_arch_fact arm64 no_such_key; echo reached")
         self.assertIn("config/arches.ini has no no_such_key for arm64", err)
         self.assertEqual(out, "")
 

@@ -20,18 +20,18 @@ from tests.test_harness import TOP
 STUB_KERNEL = r"""#!/usr/bin/env bash
 set -euo pipefail
 . "$(dirname "$0")/../lib/core.sh"
-arch_vars "$1"
+shstk_arch_vars "$1"
 echo "kernel ${SHSTK_KCONFIG_VARIANT:-default}${SHSTK_BASELINE:+ baseline} ${2:-}" >>"$SHSTK_CACHE/calls"
-[ -z "${STUB_KERNEL_FAILS:-}" ] || die "stub: the kernel build failed"
+[ -z "${STUB_KERNEL_FAILS:-}" ] || shstk_die "stub: the kernel build failed"
 mkdir -p "$KBUILD_DIR/usr/include/linux"
 """
 
 STUB_GUEST = r"""#!/usr/bin/env bash
 set -euo pipefail
 . "$(dirname "$0")/../lib/core.sh"
-arch_vars "$1"
+shstk_arch_vars "$1"
 echo "guest $2" >>"$SHSTK_CACHE/calls"
-[ -d "$KBUILD_DIR/usr/include/linux" ] || die "no kernel headers in $KBUILD_DIR/usr/include"
+[ -d "$KBUILD_DIR/usr/include/linux" ] || shstk_die "no kernel headers in $KBUILD_DIR/usr/include"
 echo "$SHSTK_CACHE/guest.cpio.gz"
 """
 

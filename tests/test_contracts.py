@@ -45,7 +45,7 @@ class KernelSourceStampsTest(unittest.TestCase):
         # The pristine tree, as fetch_and_unpack leaves it.
         os.makedirs(os.path.join(self.src, "kernel"))
         self.write("kernel/fork.c", "int copy_process;\n")
-        subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/build.sh; git_commit_pristine "$1" pristine',
+        subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/build.sh; shstk_git_commit_pristine "$1" pristine',
                         "-", self.src], cwd=self.top, check=True, capture_output=True)
         self.write(".shstk-kernel-version", "linux-source-test 1.0\n")
         self.patches = os.path.join(self.top, "patches")
@@ -84,7 +84,7 @@ class KernelSourceStampsTest(unittest.TestCase):
                               env=e, capture_output=True, text=True, timeout=120)
 
     def series_hash(self):
-        return subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/build.sh; series_hash "$1"', "-", self.patches],
+        return subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/build.sh; shstk_series_hash "$1"', "-", self.patches],
                               cwd=self.top, check=True, capture_output=True, text=True).stdout.strip()
 
     def assert_stamps(self, r, edits_diff=b"", tree=None, series=None):
@@ -207,7 +207,7 @@ class StopReportTest(unittest.TestCase):
     def test_the_reason_goes_to_the_status_file(self):
         _, path, status = self.run_script("x=$(quiet_failure)\n", status_file=True)
         self.assertEqual(status, f"victim.sh: {path}:6: 'x=$(quiet_failure)' failed with status 1\n")
-        _, _, status = self.run_script('die "the reason"\n', status_file=True)
+        _, _, status = self.run_script('shstk_die "the reason"\n', status_file=True)
         self.assertEqual(status, "victim.sh: the reason\n")
 
 
@@ -269,11 +269,11 @@ class EachArchTest(unittest.TestCase):
 
 
 class HostCheckTest(unittest.TestCase):
-    """core.sh's host_check, which every entry point runs first."""
+    """core.sh's shstk_host_check, which every entry point runs first."""
 
     def host_check(self, prefix=(), path=None):
         script = "set -euo pipefail; . scripts/lib/core.sh; " + \
-            (f"PATH={path}; " if path is not None else "") + "host_check; echo checked"
+            (f"PATH={path}; " if path is not None else "") + "shstk_host_check; echo checked"
         env = {k: v for k, v in os.environ.items() if k != "SHSTK_HOST_CHECKED"}
         return subprocess.run([*prefix, "bash", "-c", script], cwd=TOP, env=env,
                               capture_output=True, text=True, timeout=60)

@@ -59,7 +59,7 @@ class CacheDirTest(unittest.TestCase):
 
 
 class CheckedBuildsTest(unittest.TestCase):
-    """build.sh's build_checked: only make test's list, only what is there."""
+    """build.sh's shstk_build_checked: only make test's list, only what is there."""
 
     def ask(self, script, listed):
         with tempfile.TemporaryDirectory() as d:
@@ -75,24 +75,24 @@ class CheckedBuildsTest(unittest.TestCase):
             return r.returncode
 
     def test_current_once_then_checked(self):
-        self.assertEqual(self.ask('build_checked "$1"', True), 1)
-        self.assertEqual(self.ask('build_current "$1"; build_checked "$1"', True), 0)
+        self.assertEqual(self.ask('shstk_build_checked "$1"', True), 1)
+        self.assertEqual(self.ask('shstk_build_current "$1"; shstk_build_checked "$1"', True), 0)
 
     def test_not_outside_make_test(self):
-        self.assertEqual(self.ask('build_current "$1"; build_checked "$1"', False), 1)
+        self.assertEqual(self.ask('shstk_build_current "$1"; shstk_build_checked "$1"', False), 1)
 
     def test_not_when_the_output_is_gone(self):
-        self.assertEqual(self.ask('build_current "$2"; build_checked "$2"', True), 1)
-        self.assertEqual(self.ask('build_current "$2"; build_checked "$1"', True), 1)
+        self.assertEqual(self.ask('shstk_build_current "$2"; shstk_build_checked "$2"', True), 1)
+        self.assertEqual(self.ask('shstk_build_current "$2"; shstk_build_checked "$1"', True), 1)
 
 
 class SnapshotWordsTest(unittest.TestCase):
-    """vm.sh snapshot_words: which words of a run's command line are its
+    """vm.sh shstk_snapshot_words: which words of a run's command line are its
     snapshot's (the kernel's, and what init acts on before the snapshot
     point) and which the payload brings."""
 
     def split(self, cmdline):
-        r = subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/vm.sh; snapshot_words "$1"; '
+        r = subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/vm.sh; shstk_snapshot_words "$1"; '
                             'printf "%s\\n" "$SNAPSHOT_KWORDS" "$SNAPSHOT_IWORDS"', "-", cmdline],
                            cwd=TOP, capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -108,10 +108,10 @@ class SnapshotWordsTest(unittest.TestCase):
 
 
 class FileSha256Test(unittest.TestCase):
-    """vm.sh file_sha256: sha256sum's answer, kept until the file changes."""
+    """vm.sh shstk_file_sha256: sha256sum's answer, kept until the file changes."""
 
     def sha(self, path):
-        r = subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/vm.sh; file_sha256 "$1"', "-", path],
+        r = subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/vm.sh; shstk_file_sha256 "$1"', "-", path],
                            cwd=TOP, capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr, "")
@@ -139,14 +139,14 @@ class FileSha256Test(unittest.TestCase):
 
 
 class SnapshotBaseTest(unittest.TestCase):
-    """build.sh guest_snapshot_base: the base guest.sh made with the image,
+    """build.sh shstk_guest_snapshot_base: the base guest.sh made with the image,
     while it is still the one there; otherwise guest.sh is asked (here a
     stand-in)."""
 
     def base(self, initrd, top):
         # SHSTK_TOP names a stand-in tree whose build/guest.sh says it ran.
         r = subprocess.run(["bash", "-c", '. scripts/lib/core.sh; . scripts/lib/build.sh; '
-                            'SHSTK_TOP=$2; ARCH=x86_64; guest_snapshot_base "$1"',
+                            'SHSTK_TOP=$2; ARCH=x86_64; shstk_guest_snapshot_base "$1"',
                             "-", initrd, top], cwd=TOP, capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout.strip()
@@ -177,12 +177,12 @@ class SnapshotBaseTest(unittest.TestCase):
     def test_the_vm_layer_is_given_the_base(self):
         # The VM layer builds nothing: without a base from its caller a
         # snapshot boot stops, saying who makes it.
-        script = ". scripts/lib/core.sh; . scripts/lib/vm.sh; snapshot_base b; echo \"$b\""
+        script = ". scripts/lib/core.sh; . scripts/lib/vm.sh; shstk_snapshot_base b; echo \"$b\""
         r = subprocess.run(["bash", "-c", script], cwd=TOP, capture_output=True, text=True,
                            timeout=30, env={k: v for k, v in os.environ.items()
                                             if k != "SHSTK_SNAPSHOT_BASE"})
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("build_boot", r.stderr)
+        self.assertIn("shstk_build_boot", r.stderr)
         with tempfile.NamedTemporaryFile() as f:
             r = subprocess.run(["bash", "-c", script], cwd=TOP, capture_output=True, text=True,
                                timeout=30, env=dict(os.environ, SHSTK_SNAPSHOT_BASE=f.name))
@@ -193,23 +193,23 @@ class BackendTest(unittest.TestCase):
     """What scripts/vm/emulators/*.sh declare, as make test sees them."""
 
     def emu(self, script, env=None, arch="x86_64"):
-        r = subprocess.run(["bash", "-c", f"{LIBS}; arch_vars {arch}; " + script], cwd=TOP,
+        r = subprocess.run(["bash", "-c", f"{LIBS}; shstk_arch_vars {arch}; " + script], cwd=TOP,
                            env={**os.environ, **(env or {})}, capture_output=True, text=True,
                            timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout.split()
 
     def test_only_the_patched_qemu_is_built(self):
-        show = 'emulator_build_command c; echo "${#c[@]}" "${c[@]:1}"'
-        self.assertEqual(self.emu("emu_vars qemu; " + show), ["2", "x86_64"])
-        self.assertEqual(self.emu("emu_vars qemu; " + show, {"SHSTK_QEMU": "stock"}), ["0"])
+        show = 'shstk_emulator_build_command c; echo "${#c[@]}" "${c[@]:1}"'
+        self.assertEqual(self.emu("shstk_emu_vars qemu; " + show), ["2", "x86_64"])
+        self.assertEqual(self.emu("shstk_emu_vars qemu; " + show, {"SHSTK_QEMU": "stock"}), ["0"])
         # One build per arch that has one (config/arches.ini qemu_from_source),
         # by default where its qemu_default says so.
-        self.assertEqual(self.emu("emu_vars qemu; " + show, arch="riscv64"), ["2", "riscv64"])
-        self.assertEqual(self.emu("emu_vars qemu; " + show, {"SHSTK_QEMU": "stock"},
+        self.assertEqual(self.emu("shstk_emu_vars qemu; " + show, arch="riscv64"), ["2", "riscv64"])
+        self.assertEqual(self.emu("shstk_emu_vars qemu; " + show, {"SHSTK_QEMU": "stock"},
                                   arch="riscv64"), ["0"])
-        self.assertEqual(self.emu("emu_vars qemu; " + show, arch="arm64"), ["0"])
-        self.assertEqual(self.emu("emu_vars qemu; " + show, {"SHSTK_QEMU": "patched"},
+        self.assertEqual(self.emu("shstk_emu_vars qemu; " + show, arch="arm64"), ["0"])
+        self.assertEqual(self.emu("shstk_emu_vars qemu; " + show, {"SHSTK_QEMU": "patched"},
                                   arch="arm64"), ["0"])
 
     def test_no_qemu_build_for_an_arch_without_one(self):
@@ -232,17 +232,17 @@ class BackendTest(unittest.TestCase):
         # make test sources one backend after the other in one shell: after
         # Bochs's (the project's Bochs to build), a stock QEMU has nothing
         # to build, and an arch Bochs does not emulate has no Bochs left.
-        show = 'emulator_build_command c; echo "${#c[@]}"'
-        self.assertEqual(self.emu("emu_vars bochs; " + show), ["2"])
+        show = 'shstk_emulator_build_command c; echo "${#c[@]}"'
+        self.assertEqual(self.emu("shstk_emu_vars bochs; " + show), ["2"])
         # Both of Bochs's builds for make test's step, the gdbstub one for
         # gdb, the faster one for a run.
-        args = 'emulator_build_command c {}; echo "${{c[*]#$SHSTK_TOP/}}"'
+        args = 'shstk_emulator_build_command c {}; echo "${{c[*]#$SHSTK_TOP/}}"'
         for purpose, config in (("", "all"), ("all", "all"), ("gdb", "gdbstub"), ("run", "run")):
-            self.assertEqual(self.emu("emu_vars bochs; " + args.format(purpose)),
+            self.assertEqual(self.emu("shstk_emu_vars bochs; " + args.format(purpose)),
                              ["scripts/build/bochs.sh", config])
-        self.assertEqual(self.emu("emu_vars bochs; emu_vars qemu; " + show,
+        self.assertEqual(self.emu("shstk_emu_vars bochs; shstk_emu_vars qemu; " + show,
                                   {"SHSTK_QEMU": "stock"}), ["0"])
-        out = self.emu("emu_vars bochs; arch_vars arm64; emu_vars qemu; " + show)
+        out = self.emu("shstk_emu_vars bochs; shstk_arch_vars arm64; shstk_emu_vars qemu; " + show)
         self.assertEqual(out, ["0"])
 
     def test_a_kasan_kernel_boots_its_boot_image(self):
@@ -259,8 +259,8 @@ class BackendTest(unittest.TestCase):
                 with self.subTest(config=config):
                     with open(os.path.join(d, ".config"), "w") as f:
                         f.write(config)
-                    r = subprocess.run(["bash", "-c", LIBS + "; arch_vars x86_64; "
-                                        "emu_vars qemu; " + show, "-", d], cwd=TOP,
+                    r = subprocess.run(["bash", "-c", LIBS + "; shstk_arch_vars x86_64; "
+                                        "shstk_emu_vars qemu; " + show, "-", d], cwd=TOP,
                                        capture_output=True, text=True, timeout=30)
                     self.assertEqual(r.returncode, 0, r.stderr)
                     self.assertEqual(r.stdout.split(), [want])
@@ -274,7 +274,7 @@ class BackendTest(unittest.TestCase):
             for path in (image, base, binary):
                 with open(path, "w") as f:
                     f.write("one")
-            show = (f'export SHSTK_EMU_BIN={binary} SHSTK_EMU_DESCRIPTION=d; emu_vars qemu; '
+            show = (f'export SHSTK_EMU_BIN={binary} SHSTK_EMU_DESCRIPTION=d; shstk_emu_vars qemu; '
                     f'qemu_snapshot_key {image} {base} "console=ttyS0"')
             key = self.emu(show)
             self.assertEqual(len(key[0]), 16)
@@ -291,8 +291,8 @@ class BackendTest(unittest.TestCase):
 
     def test_cet_where_the_qemu_has_it(self):
         show = 'echo "${EMU_NO_SHSTK_WHY:-none}" | tr " " _; echo "${EMU_SSP_REGISTER:-none}"'
-        self.assertEqual(self.emu("emu_vars qemu; " + show), ["none", "pl3_ssp"])
-        why, reg = self.emu("emu_vars qemu; " + show, {"SHSTK_QEMU": "stock"})
+        self.assertEqual(self.emu("shstk_emu_vars qemu; " + show), ["none", "pl3_ssp"])
+        why, reg = self.emu("shstk_emu_vars qemu; " + show, {"SHSTK_QEMU": "stock"})
         self.assertIn("does_not_emulate_CET", why)
         self.assertEqual(reg, "none")
 

@@ -98,14 +98,14 @@ class ShellLayersTest(unittest.TestCase):
 
     def test_the_vm_layer_uses_no_build_helper(self):
         helpers = shell_functions("scripts/lib/build.sh") + shell_functions("scripts/lib/entry.sh")
-        self.assertIn("build_boot", helpers)
+        self.assertIn("shstk_build_boot", helpers)
         self.assertEqual(calls(self.VM, helpers), [])
         # The rule can fail: build.sh itself calls its helpers.
         self.assertNotEqual(calls(["scripts/lib/build.sh"], helpers), [])
 
     def test_the_build_layer_uses_no_vm_helper(self):
         helpers = [f for f in shell_functions("scripts/lib/vm.sh") if not f.startswith("_")]
-        self.assertIn("emu_vars", helpers)
+        self.assertIn("shstk_emu_vars", helpers)
         self.assertEqual(calls(self.BUILD, helpers), [])
 
     def test_only_entry_points_source_entry_sh(self):
@@ -130,6 +130,19 @@ class HelperSignatureTest(unittest.TestCase):
     """Every public helper of scripts/lib/ says how it is called, in the
     comment above it ("#   NAME ARGS..."): a reader of a script need not
     open the function to call it right."""
+
+    def test_every_helper_carries_the_prefix(self):
+        """shstk_ for a public helper, _shstk_ for a private one: a script's
+        own functions (build, configure, ...) never pass for the library's."""
+        bare = []
+        for lib in tracked("scripts/lib/*.sh"):
+            with open(os.path.join(TOP, lib)) as f:
+                names = re.findall(r"^([a-z_][a-z0-9_]*)\(\) *\{", f.read(), re.M)
+            self.assertTrue(names, lib)
+            for name in names:
+                if not name.startswith(("shstk_", "_shstk_")):
+                    bare.append(f"{lib}: {name}")
+        self.assertEqual(bare, [])
 
     def test_every_public_helper_has_its_signature(self):
         missing = []

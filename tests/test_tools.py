@@ -229,10 +229,10 @@ class SummaryTest(unittest.TestCase):
 
 
 class RootfsDiskTest(unittest.TestCase):
-    """scripts/lib/build.sh rootfs_disk: the bpftrace root filesystem's disk image."""
+    """scripts/lib/build.sh shstk_rootfs_disk: the bpftrace root filesystem's disk image."""
 
     def disk(self, d):
-        script = 'set -euo pipefail; . scripts/lib/core.sh; . scripts/lib/build.sh; rootfs_disk "$2"'
+        script = 'set -euo pipefail; . scripts/lib/core.sh; . scripts/lib/build.sh; shstk_rootfs_disk "$2"'
         return subprocess.run(["bash", "-c", script, "bash", d, os.path.join(d, "rootfs")],
                               cwd=TOP, capture_output=True, text=True, timeout=120)
 

@@ -41,17 +41,17 @@ all)
 	"$0" gdbstub >/dev/null
 	exit 0
 	;;
-*) die "usage: scripts/build/bochs.sh run|gdbstub|all" ;;
+*) shstk_die "usage: scripts/build/bochs.sh run|gdbstub|all" ;;
 esac
 
 DIR=$SHSTK_CACHE/bochs
 OUT=$DIR/$CONFIG
 BIN=$OUT/install/bin/bochs
 PATCHES=$SHSTK_TOP/patches/bochs
-want=$({ cat "$0" && series_hash "$PATCHES"; } | sha256sum | cut -c1-16)
+want=$({ cat "$0" && shstk_series_hash "$PATCHES"; } | sha256sum | cut -c1-16)
 built() {
 	echo "$BIN"
-	echo "bochs $(cat "$DIR/.shstk-version") + $(series_list "$PATCHES/series" | wc -l) patches ($want), $CONFIG configuration"
+	echo "bochs $(cat "$DIR/.shstk-version") + $(shstk_series_list "$PATCHES/series" | wc -l) patches ($want), $CONFIG configuration"
 }
 current() {
 	[ -x "$BIN" ] && [ "$(cat "$OUT/.shstk-bochs" 2>/dev/null)" = "$want" ]
@@ -63,7 +63,7 @@ fi
 
 # One at a time: both configurations start from the one patched source.
 mkdir -p "$DIR"
-lock_or_wait "$DIR/bochs.lock" "another build/bochs.sh"
+shstk_lock_or_wait "$DIR/bochs.lock" "another build/bochs.sh"
 if current; then
 	built
 	exit 0
@@ -74,24 +74,24 @@ git_src() { git -C "$DIR/src" -c user.name=shstk-lab -c user.email=shstk-lab@loc
 # DIR/src: Debian's source with the series applied, made once for both.
 patched_source() {
 	local orig
-	cd "$DIR" || die "no $DIR"
+	cd "$DIR" || shstk_die "no $DIR"
 	if ! ls bochs_*.orig.tar.* >/dev/null 2>&1; then
 		# The .dsc may be missing from a mirror; the tarballs are what we use.
 		"$SHSTK_TOP/scripts/tools/apt-local" -qq source --download-only bochs >/dev/null 2>&1 || true
-		ls bochs_*.orig.tar.* >/dev/null 2>&1 || die "could not download Debian's bochs source"
+		ls bochs_*.orig.tar.* >/dev/null 2>&1 || shstk_die "could not download Debian's bochs source"
 	fi
 	orig=$(ls bochs_*.orig.tar.*)
 	rm -rf src src-am
 	mkdir src
-	tar -xf "$orig" -C src --strip-components=1 || die "unpacking $orig failed"
-	cd src || die "no $DIR/src"
+	tar -xf "$orig" -C src --strip-components=1 || shstk_die "unpacking $orig failed"
+	cd src || shstk_die "no $DIR/src"
 	git_src init -q
 	git_src add -A -f .
 	git_src commit -q -m "$orig (pristine, Debian's orig tarball)"
 	git_src tag shstk-base
-	git_am_series "$DIR/src" "$DIR/src-am" "$PATCHES" "Debian's bochs source"
+	shstk_git_am_series "$DIR/src" "$DIR/src-am" "$PATCHES" "Debian's bochs source"
 	git_src checkout -q -f --detach "$(git -C "$DIR/src-am" rev-parse HEAD)" ||
-		die "checking out the patched Bochs source failed"
+		shstk_die "checking out the patched Bochs source failed"
 	basename "$orig" | sed 's/^bochs_\(.*\)\.orig\.tar\..*/\1/' >"$DIR/.shstk-version"
 	echo "$want" >"$DIR/.shstk-src"
 }
@@ -105,8 +105,8 @@ build() {
 	[ "$(cat "$DIR/.shstk-src" 2>/dev/null)" = "$want" ] || patched_source
 	rm -rf "$OUT"
 	mkdir -p "$OUT/src"
-	git_src archive HEAD | tar -x -C "$OUT/src" || die "copying the patched Bochs source failed"
-	cd "$OUT/src" || die "no $OUT/src"
+	git_src archive HEAD | tar -x -C "$OUT/src" || shstk_die "copying the patched Bochs source failed"
+	cd "$OUT/src" || shstk_die "no $OUT/src"
 	# What the CPU model the runs ask for (cpu: model=tigerlake in
 	# scripts/vm/emulators/bochs.sh) needs of Debian's feature set
 	# (debian/rules), without its internal debugger, and no display.  Not
@@ -126,14 +126,14 @@ build() {
 		--enable-pci --enable-cdrom --enable-a20-pin --enable-fpu
 		--enable-repeat-speedups --enable-all-optimizations --disable-docbook --disable-show-ips)
 	[ "$CONFIG" != gdbstub ] || flags+=(--enable-gdb-stub)
-	tb env CC="$SHSTK_HOST_CC" CXX="$SHSTK_HOST_CXX" ./configure "${flags[@]}" \
-		>"$OUT/configure.log" 2>&1 || die "configuring Bochs failed; see $OUT/configure.log"
+	shstk_tb env CC="$SHSTK_HOST_CC" CXX="$SHSTK_HOST_CXX" ./configure "${flags[@]}" \
+		>"$OUT/configure.log" 2>&1 || shstk_die "configuring Bochs failed; see $OUT/configure.log"
 	[ "$CONFIG" != run ] || grep -q '^#define BX_SUPPORT_HANDLERS_CHAINING_SPEEDUPS 1' config.h ||
-		die "Bochs configured without handlers chaining, the run configuration's reason to be; see $OUT/configure.log"
-	tb make -j"$(nproc)" >"$OUT/build.log" 2>&1 || die "building Bochs failed; see $OUT/build.log"
-	tb make install >>"$OUT/build.log" 2>&1 || die "installing Bochs failed; see $OUT/build.log"
+		shstk_die "Bochs configured without handlers chaining, the run configuration's reason to be; see $OUT/configure.log"
+	shstk_tb make -j"$(nproc)" >"$OUT/build.log" 2>&1 || shstk_die "building Bochs failed; see $OUT/build.log"
+	shstk_tb make install >>"$OUT/build.log" 2>&1 || shstk_die "installing Bochs failed; see $OUT/build.log"
 	cd "$OUT" && rm -rf "$OUT/src"
 	echo "$want" >"$OUT/.shstk-bochs"
 }
-step "building Bochs 3.0, the $CONFIG configuration (a few minutes)" build >&2
+shstk_step "building Bochs 3.0, the $CONFIG configuration (a few minutes)" build >&2
 built

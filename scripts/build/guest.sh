@@ -12,7 +12,7 @@
 #                                              and guest/snapshot_point.c,
 #                                              the image a post-boot
 #                                              snapshot boots (build.sh
-#                                              guest_snapshot_base)
+#                                              shstk_guest_snapshot_base)
 #
 # Prints the path of the image it built, SUITE.cpio.gz; beside it, SUITE.tests
 # is the list of what its init runs ("name path timeout", in order).  Every
@@ -25,14 +25,14 @@ set -euo pipefail
 # shellcheck source=../lib/build.sh
 . "$SHSTK_TOP/scripts/lib/build.sh"
 
-arch_vars "${1:-}"
+shstk_arch_vars "${1:-}"
 shift || true
 prog=
 base=
 suite=run
 if [ "${1:-}" = --prog ]; then
 	prog=${2:?--prog needs a file}
-	prog_check "$prog"
+	shstk_prog_check "$prog"
 	prog=$(readlink -f "$prog")
 elif [ "${1:-}" = --snapshot-base ]; then
 	base=yes
@@ -45,14 +45,14 @@ SEL=$SRC/tools/testing/selftests
 GUEST=$GUEST_DIR
 HDR=$KBUILD_DIR/usr/include
 CC=$ARCH_CC
-read -ra ARCH_CFLAGS <<<"$(arch_fact "$ARCH" guest_cflags)"
-[ -d "$HDR/linux" ] || die "no kernel headers in $HDR: build the kernel first (make kernel ARCH=$ARCH)"
+read -ra ARCH_CFLAGS <<<"$(shstk_arch_fact "$ARCH" guest_cflags)"
+[ -d "$HDR/linux" ] || shstk_die "no kernel headers in $HDR: build the kernel first (make kernel ARCH=$ARCH)"
 # What the programs are built from, besides their sources: the tree (its
 # series and local edits) and the kernel headers in $HDR.
 tree_series='' tree_edits='' headers=''
-read_stamp tree_series "$SRC/.shstk-series" scripts/build/kernel-source.sh
-read_stamp tree_edits "$SRC/.shstk-edits" scripts/build/kernel-source.sh
-read_stamp headers "$KBUILD_DIR/.shstk-headers" scripts/build/kernel.sh
+shstk_read_stamp tree_series "$SRC/.shstk-series" scripts/build/kernel-source.sh
+shstk_read_stamp tree_edits "$SRC/.shstk-edits" scripts/build/kernel-source.sh
+shstk_read_stamp headers "$KBUILD_DIR/.shstk-headers" scripts/build/kernel.sh
 # The name of the token's field, clone_args' twelfth u64 (offset 88), as
 # the kernel headers have it: shadow_stack_token up to v20 of the series,
 # shstk_token since v21.  The programs and the bpftrace scripts use it by
@@ -61,9 +61,9 @@ token_field=$([ ! -f "$HDR/linux/sched.h" ] || awk '/^struct clone_args \{/ { in
 	in_struct && /^\};/ { exit }
 	in_struct && $1 == "__aligned_u64" { if (++n == 12) { sub(/;.*/, "", $2); print $2; exit } }' \
 	"$HDR/linux/sched.h")
-[ -f "$HDR/linux/sched.h" ] || die "no linux/sched.h in the kernel headers $HDR"
+[ -f "$HDR/linux/sched.h" ] || shstk_die "no linux/sched.h in the kernel headers $HDR"
 [ -n "$token_field" ] ||
-	die "the kernel headers have no shadow stack token in struct clone_args (no u64 at offset 88 in $HDR/linux/sched.h)"
+	shstk_die "the kernel headers have no shadow stack token in struct clone_args (no u64 at offset 88 in $HDR/linux/sched.h)"
 mkdir -p "$GUEST/bin" "$GUEST/ksft" "$GUEST/include"
 # One build per arch at a time: make test's two lanes (after a kernel
 # change, every image is rebuilt) and make fuzz's VMs may ask for one
@@ -78,7 +78,7 @@ flock "$build_lock"
 scenario_h=$GUEST/include/shstk_scenario.h
 scenario_key=$(sha256sum <"$SHSTK_TOP/spec/scenario.py")
 if [ ! -f "$scenario_h" ] || [ "$(cat "$scenario_h.key" 2>/dev/null)" != "$scenario_key" ]; then
-	PYTHONPATH=$SHSTK_TOP py -m spec.scenario --c-header >"$scenario_h.$$"
+	PYTHONPATH=$SHSTK_TOP shstk_py -m spec.scenario --c-header >"$scenario_h.$$"
 	if cmp -s "$scenario_h.$$" "$scenario_h"; then
 		rm -f "$scenario_h.$$"
 	else
@@ -116,9 +116,9 @@ build_ours() {
 	[ ! -x "$out" ] || [ "$(cat "$out.key" 2>/dev/null)" != "$key" ] || return 0
 	mkdir -p "$(dirname "$out")"
 	# Made aside and moved: two builds may run at once.
-	(cd "$SHSTK_TOP" && tb "$CC" "${flags[@]}" -o "$out.$$" "guest/$file") || {
+	(cd "$SHSTK_TOP" && shstk_tb "$CC" "${flags[@]}" -o "$out.$$" "guest/$file") || {
 		rm -f "$out.$$"
-		die "compiling guest/$file for $ARCH failed"
+		shstk_die "compiling guest/$file for $ARCH failed"
 	}
 	mv "$out.$$" "$out"
 	echo "$key" >"$out.key"
@@ -147,8 +147,8 @@ build_kselftests() {
 	want="$ARCH $headers"
 	if [ "$(cat "$installed" 2>/dev/null)" != "$want" ]; then
 		rm -f "$installed"
-		kmake -s INSTALL_HDR_PATH="$SRC/usr" headers_install >/dev/null ||
-			die "installing $ARCH kernel headers for the selftests failed"
+		shstk_kmake -s INSTALL_HDR_PATH="$SRC/usr" headers_install >/dev/null ||
+			shstk_die "installing $ARCH kernel headers for the selftests failed"
 		echo "$want" >"$installed"
 	fi
 	# The selftests' make rebuilds a program when its .c changes, not when
@@ -161,19 +161,19 @@ build_kselftests() {
 	for t in "${names[@]}"; do
 		dir=${t%/*} target=${t##*/}
 		mkdir -p "$GUEST/ksft/$dir"
-		tb make -s -C "$SEL/$dir" OUTPUT="$GUEST/ksft/$dir" ARCH="$KARCH" \
+		shstk_tb make -s -C "$SEL/$dir" OUTPUT="$GUEST/ksft/$dir" ARCH="$KARCH" \
 			CROSS_COMPILE="$CROSS_COMPILE" CC="$CC -static" USERLDFLAGS=-static \
 			USERCFLAGS="-isystem $SRC/usr/include -I$SEL -I$SRC/tools/include" \
 			"$GUEST/ksft/$dir/$target" >"$GUEST/ksft/build.log" 2>&1 || {
 			tail -n 20 "$GUEST/ksft/build.log" >&2
-			die "building selftest $t for $ARCH failed"
+			shstk_die "building selftest $t for $ARCH failed"
 		}
 	done
 	# The gcs stress test starts this helper from beside itself.
 	if [[ " ${names[*]} " == *" arm64/gcs/gcs-stress "* ]]; then
-		tb make -s -C "$SEL/arm64/gcs" OUTPUT="$GUEST/ksft/arm64/gcs" CC="$CC -static" \
+		shstk_tb make -s -C "$SEL/arm64/gcs" OUTPUT="$GUEST/ksft/arm64/gcs" CC="$CC -static" \
 			"$GUEST/ksft/arm64/gcs/gcs-stress-thread" >>"$GUEST/ksft/build.log" 2>&1 ||
-			die "building gcs-stress-thread failed"
+			shstk_die "building gcs-stress-thread failed"
 	fi
 	echo "$tree" >"$stamp"
 	echo "$made" >"$built"
@@ -188,13 +188,13 @@ busybox() {
 		mkdir -p "$bb/deb"
 		(cd "$bb/deb" && "$SHSTK_TOP/scripts/tools/apt-local" -qq download "busybox-static:$DEB_ARCH" >/dev/null 2>&1) || {
 			"$SHSTK_TOP/scripts/tools/apt-local" -qq update >/dev/null ||
-				die "apt update (project-local) failed"
+				shstk_die "apt update (project-local) failed"
 			(cd "$bb/deb" && "$SHSTK_TOP/scripts/tools/apt-local" -qq download "busybox-static:$DEB_ARCH") ||
-				die "downloading busybox-static:$DEB_ARCH failed"
+				shstk_die "downloading busybox-static:$DEB_ARCH failed"
 		}
 		deb=$(find "$bb/deb" -name 'busybox-static_*.deb' | head -n1)
 		dpkg-deb -x "$deb" "$bb"
-		[ -x "$BUSYBOX" ] || die "$deb has no usr/bin/busybox"
+		[ -x "$BUSYBOX" ] || shstk_die "$deb has no usr/bin/busybox"
 	fi
 }
 
@@ -221,7 +221,7 @@ busybox
 	echo "file /tests/arch.env $GUEST/arch.env 0644 0 0"
 } >"$base_list"
 printf 'SHSTK_CPUINFO_FIELD=%s\nSHSTK_CPUINFO_FLAG=%s\n' \
-	"$(arch_fact "$ARCH" cpuinfo_field)" "$(arch_fact "$ARCH" cpuinfo_flag)" >"$GUEST/arch.env"
+	"$(shstk_arch_fact "$ARCH" cpuinfo_field)" "$(shstk_arch_fact "$ARCH" cpuinfo_flag)" >"$GUEST/arch.env"
 [ -n "$base" ] || cp "$base_list" "$list"
 # The snapshot base: no program, but the one that tells the host init is at
 # its snapshot point.  A run's own image comes later, unpacked over it by
@@ -239,10 +239,10 @@ elif [ -z "$base" ]; then
 		case "$src" in
 		guest:*) build_ours "$name" "${src#guest:}" ;;
 		kselftest:*) ksft+=("${src#kselftest:}") ;;
-		*) die "guest/tests.list: unknown source '$src' for $name" ;;
+		*) shstk_die "guest/tests.list: unknown source '$src' for $name" ;;
 		esac
 	done < <(suite)
-	[ "${#ksft[@]}" -gt 0 ] || [ -n "$(suite)" ] || die "suite '$suite' has no programs for $ARCH in guest/tests.list"
+	[ "${#ksft[@]}" -gt 0 ] || [ -n "$(suite)" ] || shstk_die "suite '$suite' has no programs for $ARCH in guest/tests.list"
 	[ "${#ksft[@]}" -eq 0 ] || build_kselftests "${ksft[@]}"
 	declare -A dirs=()
 	while read -r name timeout src; do
@@ -273,7 +273,7 @@ fi
 trace=$GUEST/trace.entries
 echo "dir /trace 0755 0 0" >"$trace"
 mkdir -p "$GUEST/trace"
-arches=" $(arch_names --all | paste -sd' ') "
+arches=" $(shstk_arch_names --all | paste -sd' ') "
 for bt in "$SHSTK_TOP"/trace/*.bt; do
 	part=${bt%.bt}
 	[[ $arches != *" ${part##*.} "* ]] || continue
@@ -282,7 +282,7 @@ for bt in "$SHSTK_TOP"/trace/*.bt; do
 	if [ -f "$part.$ARCH.bt" ]; then
 		parts+=("$part.$ARCH.bt")
 	elif compgen -G "$part.*.bt" >/dev/null; then
-		die "trace/$name has arch parts, but none for $ARCH (trace/${name%.bt}.$ARCH.bt)"
+		shstk_die "trace/$name has arch parts, but none for $ARCH (trace/${name%.bt}.$ARCH.bt)"
 	fi
 	cat "${parts[@]}" | sed "s/\bSHSTK_TOKEN_FIELD\b/$token_field/g" >"$GUEST/trace/$name"
 	echo "file /trace/$name $GUEST/trace/$name 0644 0 0" >>"$trace"
@@ -290,11 +290,11 @@ done
 cat "$trace" >>"$base_list"
 echo "file /tests/list $base_tests 0644 0 0" >>"$base_list"
 if [ -n "$base" ]; then
-	py "$SHSTK_TOP/scripts/build/mkinitramfs.py" "$base_list" "$base_image"
+	shstk_py "$SHSTK_TOP/scripts/build/mkinitramfs.py" "$base_list" "$base_image"
 else
 	cat "$trace" >>"$list"
 	echo "file /tests/list $tests 0644 0 0" >>"$list"
-	py "$SHSTK_TOP/scripts/build/mkinitramfs.py" "$base_list" "$base_image" "$list" "$image"
+	shstk_py "$SHSTK_TOP/scripts/build/mkinitramfs.py" "$base_list" "$base_image" "$list" "$image"
 	cp "$base_image.key" "$image.snapshot-base"
 fi
 echo "$image"

@@ -33,14 +33,14 @@ fetch_and_unpack() {
 	mkdir -p "$DL"
 	deb=$(newest_deb)
 	if [ -z "$deb" ]; then
-		"$SHSTK_TOP/scripts/tools/apt-local" -q update >&2 || die "apt update (project-local) failed"
+		"$SHSTK_TOP/scripts/tools/apt-local" -q update >&2 || shstk_die "apt update (project-local) failed"
 		(cd "$DL" && "$SHSTK_TOP/scripts/tools/apt-local" -q download "$SHSTK_KERNEL_PKG/$SHSTK_KERNEL_SUITE" >&2) ||
-			die "could not download $SHSTK_KERNEL_PKG from $SHSTK_KERNEL_SUITE"
+			shstk_die "could not download $SHSTK_KERNEL_PKG from $SHSTK_KERNEL_SUITE"
 		deb=$(newest_deb)
-		[ -n "$deb" ] || die "the download of $SHSTK_KERNEL_PKG left no .deb in $DL"
+		[ -n "$deb" ] || shstk_die "the download of $SHSTK_KERNEL_PKG left no .deb in $DL"
 	fi
 	version=$(dpkg-deb -f "$deb" Version)
-	msg "unpacking $SHSTK_KERNEL_PKG $version"
+	shstk_msg "unpacking $SHSTK_KERNEL_PKG $version"
 	tmp=$SHSTK_CACHE/src/unpack.tmp
 	# Its worktrees (the am scratch, BASELINE's, SERIES's, make
 	# check-series BISECT=1's) go with it.
@@ -50,19 +50,19 @@ fetch_and_unpack() {
 	mkdir -p "$REPO"
 	tar -x -C "$REPO" --strip-components=1 -f "$tmp"/usr/src/*.tar.xz
 	rm -rf "$tmp"
-	git_commit_pristine "$REPO" "$SHSTK_KERNEL_PKG $version (pristine, from Debian)"
+	shstk_git_commit_pristine "$REPO" "$SHSTK_KERNEL_PKG $version (pristine, from Debian)"
 	echo "$SHSTK_KERNEL_PKG $version" >"$REPO/.shstk-kernel-version"
 }
 
 # A worktree of the repository at the pristine base, made when missing,
 # with the version stamp the later steps read.   worktree DIR
 worktree() {
-	base_worktree "$REPO" "$1"
+	shstk_base_worktree "$REPO" "$1"
 	cp "$REPO/.shstk-kernel-version" "$1/.shstk-kernel-version"
 }
 
 apply_series() {
-	git_am_series "$REPO" "$AM" "$PATCHES" "$(cat "$REPO/.shstk-kernel-version")"
+	shstk_git_am_series "$REPO" "$AM" "$PATCHES" "$(cat "$REPO/.shstk-kernel-version")"
 }
 
 # The stamps the later steps read (build/kernel.sh, build/guest.sh), left
@@ -82,10 +82,10 @@ stamp_tree() {
 # a build, would otherwise apply the series in the same scratch worktree
 # ("unable to write index file") or move the tree under each other.
 mkdir -p "$SHSTK_CACHE/src"
-lock_or_wait "$SHSTK_CACHE/src/kernel-source.lock" "another kernel-source.sh (the kernel tree is busy)"
+shstk_lock_or_wait "$SHSTK_CACHE/src/kernel-source.lock" "another kernel-source.sh (the kernel tree is busy)"
 
-[ -f "$REPO/.shstk-kernel-version" ] || step "fetching $SHSTK_KERNEL_PKG" fetch_and_unpack
-msg "kernel source: $(cat "$REPO/.shstk-kernel-version")"
+[ -f "$REPO/.shstk-kernel-version" ] || shstk_step "fetching $SHSTK_KERNEL_PKG" fetch_and_unpack
+shstk_msg "kernel source: $(cat "$REPO/.shstk-kernel-version")"
 
 if [ -n "$SHSTK_BASELINE" ]; then
 	# The pristine tree, for A/B runs: a worktree that never gets the series.
@@ -93,7 +93,7 @@ if [ -n "$SHSTK_BASELINE" ]; then
 	git -C "$SHSTK_SRC" checkout -q --detach shstk-base
 	stamp_tree "$SHSTK_SRC" baseline "$(git -C "$SHSTK_SRC" status --porcelain --untracked-files=no)"
 	echo "none (the pristine tree)" >"$SHSTK_SRC/.shstk-series-name"
-	msg "baseline: the pristine tree in $SHSTK_SRC, without the series"
+	shstk_msg "baseline: the pristine tree in $SHSTK_SRC, without the series"
 	exit 0
 fi
 
@@ -101,16 +101,16 @@ if [ -n "$SHSTK_SERIES" ]; then
 	# Another version of the series: laid out as a series folder in the
 	# cache (build/series.py, with the project's additions for its version
 	# from patches/vN/), applied in a worktree of its own.
-	what=$(py "$SHSTK_TOP/scripts/build/series.py" "$SHSTK_SERIES" "$PATCHES" "$SHSTK_TOP/patches") ||
-		die "could not read the series in $SHSTK_SERIES"
-	msg "SERIES=$SHSTK_SERIES: $what"
+	what=$(shstk_py "$SHSTK_TOP/scripts/build/series.py" "$SHSTK_SERIES" "$PATCHES" "$SHSTK_TOP/patches") ||
+		shstk_die "could not read the series in $SHSTK_SERIES"
+	shstk_msg "SERIES=$SHSTK_SERIES: $what"
 	worktree "$SRC"
 	name="SERIES=$SHSTK_SERIES ($what)"
 else
-	name="patches/ ($(series_list "$PATCHES/series" | wc -l) patches)"
+	name="patches/ ($(shstk_series_list "$PATCHES/series" | wc -l) patches)"
 fi
 
-want=$(series_hash "$PATCHES")
+want=$(shstk_series_hash "$PATCHES")
 if [ "${1:-}" = --check ]; then
 	apply_series
 	exit 0
@@ -120,7 +120,7 @@ edits=$(git_src status --porcelain --untracked-files=no)
 if [ "$want" = "$have" ]; then
 	# A developer hacking the tree directly: build with the edits, say so.
 	if [ -n "$edits" ]; then
-		warn "building with local edits in $SRC (git format-patch them into a series to keep them):"
+		shstk_warn "building with local edits in $SRC (git format-patch them into a series to keep them):"
 		git_src status --short --untracked-files=no | head -n 20 >&2
 	fi
 	stamp_tree "$SRC" "$want" "$edits"
@@ -130,9 +130,9 @@ fi
 if [ -n "$edits" ]; then
 	if [ "${SHSTK_DISCARD_EDITS:-0}" != 1 ]; then
 		git_src status --short --untracked-files=no | head -n 20 >&2
-		die "the series changed, and $SRC has local edits that applying it would lose; commit or format-patch them, or set SHSTK_DISCARD_EDITS=1"
+		shstk_die "the series changed, and $SRC has local edits that applying it would lose; commit or format-patch them, or set SHSTK_DISCARD_EDITS=1"
 	fi
-	warn "discarding local edits in $SRC (SHSTK_DISCARD_EDITS=1)"
+	shstk_warn "discarding local edits in $SRC (SHSTK_DISCARD_EDITS=1)"
 fi
 # Gone while the tree changes: no later step may take it for this tree.
 rm -f "$SRC/.shstk-edits"

@@ -18,30 +18,30 @@ set -euo pipefail
 # shellcheck source=../lib/build.sh
 . "$SHSTK_TOP/scripts/lib/build.sh"
 
-host_check
-arch_vars "${1:-}"
+shstk_host_check
+shstk_arch_vars "${1:-}"
 headers_only=
 case "${2:-}" in
 "") ;;
 --headers) headers_only=1 ;;
-*) die "unknown option '$2' (--headers or nothing)" ;;
+*) shstk_die "unknown option '$2' (--headers or nothing)" ;;
 esac
-if [ -z "$headers_only" ] && [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && build_checked "$KBUILD_DIR/$QEMU_KIMAGE"; then
-	msg "$ARCH kernel up to date (checked earlier in this make test): $KBUILD_DIR"
+if [ -z "$headers_only" ] && [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && shstk_build_checked "$KBUILD_DIR/$QEMU_KIMAGE"; then
+	shstk_msg "$ARCH kernel up to date (checked earlier in this make test): $KBUILD_DIR"
 	exit 0
 fi
 CONF=$SHSTK_TOP/config/kernel
 frags=("$CONF/common.config" "$CONF/$ARCH.config")
 if [ -n "${SHSTK_KCONFIG_VARIANT:-}" ]; then
 	[ -f "$CONF/$SHSTK_KCONFIG_VARIANT.config" ] ||
-		die "no config fragment config/kernel/$SHSTK_KCONFIG_VARIANT.config"
+		shstk_die "no config fragment config/kernel/$SHSTK_KCONFIG_VARIANT.config"
 	frags+=("$CONF/$SHSTK_KCONFIG_VARIANT.config")
 fi
 # One build of a tree at a time: a make run or make debug started while
 # make test builds the same arch's kernel waits for that build and then
 # finds it current, instead of running a second make in the same tree.
 mkdir -p "$KBUILD_DIR"
-lock_or_wait "$KBUILD_DIR/.shstk-build.lock" "another build of the $ARCH kernel in $KBUILD_DIR"
+shstk_lock_or_wait "$KBUILD_DIR/.shstk-build.lock" "another build of the $ARCH kernel in $KBUILD_DIR"
 "$SHSTK_TOP/scripts/build/kernel-source.sh"
 SRC=$SHSTK_SRC
 
@@ -60,7 +60,7 @@ check_config() {
 			have=$(sed -n "s/^$opt=//p" "$KBUILD_DIR/.config")
 			[ -n "$have" ] || have=n
 			if [ "$have" != "$want" ]; then
-				warn "$opt: asked for $want in $(basename "$f"), got $have"
+				shstk_warn "$opt: asked for $want in $(basename "$f"), got $have"
 				bad=1
 			fi
 		done <"$f"
@@ -69,12 +69,12 @@ check_config() {
 }
 
 configure() {
-	kmake -s tinyconfig >/dev/null
-	tb "$SRC/scripts/kconfig/merge_config.sh" -m -O "$KBUILD_DIR" \
+	shstk_kmake -s tinyconfig >/dev/null
+	shstk_tb "$SRC/scripts/kconfig/merge_config.sh" -m -O "$KBUILD_DIR" \
 		"$KBUILD_DIR/.config" "${frags[@]}" >"$KBUILD_DIR/merge_config.log" 2>&1 ||
-		die "merge_config.sh failed; see $KBUILD_DIR/merge_config.log"
-	kmake -s olddefconfig >/dev/null
-	check_config || die "kernel configuration lost options (see above); fix config/kernel/"
+		shstk_die "merge_config.sh failed; see $KBUILD_DIR/merge_config.log"
+	shstk_kmake -s olddefconfig >/dev/null
+	check_config || shstk_die "kernel configuration lost options (see above); fix config/kernel/"
 }
 
 frag_hash=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
@@ -82,9 +82,9 @@ frag_hash=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
 # package.  The same inputs and an image in place need no make at all.
 # The tree's stamps, which kernel-source.sh leaves on every path.
 series='' edits='' kversion=''
-read_stamp series "$SRC/.shstk-series" scripts/build/kernel-source.sh
-read_stamp edits "$SRC/.shstk-edits" scripts/build/kernel-source.sh
-read_stamp kversion "$SRC/.shstk-kernel-version" scripts/build/kernel-source.sh
+shstk_read_stamp series "$SRC/.shstk-series" scripts/build/kernel-source.sh
+shstk_read_stamp edits "$SRC/.shstk-edits" scripts/build/kernel-source.sh
+shstk_read_stamp kversion "$SRC/.shstk-kernel-version" scripts/build/kernel-source.sh
 inputs="$series $frag_hash $edits $kversion"
 # The series this build's images were made from, for the runs that boot
 # them (scripts/vm/boot.sh puts it in vm.json): its words, its hash and the
@@ -99,23 +99,23 @@ series_info() {
 if [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && [ -f "$KBUILD_DIR/$KIMAGE" ] &&
 	[ -f "$KBUILD_DIR/$QEMU_KIMAGE" ] &&
 	[ "$(cat "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
-	msg "$ARCH kernel up to date: $(sed -n 's/^release: //p' "$KBUILD_DIR/shstk-build.txt") ($KBUILD_DIR)"
+	shstk_msg "$ARCH kernel up to date: $(sed -n 's/^release: //p' "$KBUILD_DIR/shstk-build.txt") ($KBUILD_DIR)"
 	[ -f "$KBUILD_DIR/.shstk-headers" ] || echo "$inputs" >"$KBUILD_DIR/.shstk-headers"
 	series_info
-	build_current "$KBUILD_DIR/$QEMU_KIMAGE"
+	shstk_build_current "$KBUILD_DIR/$QEMU_KIMAGE"
 	exit 0
 fi
 rm -f "$KBUILD_DIR/.shstk-inputs" "$KBUILD_DIR/.shstk-headers"
 if [ ! -f "$KBUILD_DIR/.config" ] || [ "$(cat "$KBUILD_DIR/.shstk-config" 2>/dev/null)" != "$frag_hash" ]; then
-	step "configuring $ARCH (tinyconfig + ${frags[*]##*/})" configure
+	shstk_step "configuring $ARCH (tinyconfig + ${frags[*]##*/})" configure
 	echo "$frag_hash" >"$KBUILD_DIR/.shstk-config"
 fi
 
 if [ -n "$headers_only" ]; then
-	kmake -s headers >"$KBUILD_DIR/headers.log" 2>&1 ||
-		die "making the $ARCH kernel headers failed; see $KBUILD_DIR/headers.log"
+	shstk_kmake -s headers >"$KBUILD_DIR/headers.log" 2>&1 ||
+		shstk_die "making the $ARCH kernel headers failed; see $KBUILD_DIR/headers.log"
 	echo "$inputs" >"$KBUILD_DIR/.shstk-headers"
-	msg "$ARCH kernel headers -> $KBUILD_DIR/usr/include"
+	shstk_msg "$ARCH kernel headers -> $KBUILD_DIR/usr/include"
 	exit 0
 fi
 
@@ -125,12 +125,12 @@ build() {
 	local log=$KBUILD_DIR/build.log
 	local rc=0
 	set -o pipefail
-	kmake -j"$(nproc)" "$KTARGET" vmlinux scripts_gdb headers 2>&1 | tee "$log" |
+	shstk_kmake -j"$(nproc)" "$KTARGET" vmlinux scripts_gdb headers 2>&1 | tee "$log" |
 		awk '/^  [A-Z]/ { n++; if (n % 500 == 0) printf "[build/kernel.sh]   %d steps, at %s\n", n, $2 > "/dev/stderr"; fflush() }
 		     /error:|Error [0-9]/ { print > "/dev/stderr" }' || rc=$?
 	if [ "$rc" -ne 0 ]; then
 		tail -n 30 "$log" >&2
-		die "kernel build for $ARCH failed (full log: $log)"
+		shstk_die "kernel build for $ARCH failed (full log: $log)"
 	fi
 }
 # The image QEMU boots, where it is not the one make built
@@ -139,32 +139,32 @@ qemu_image() {
 	case "$QEMU_KIMAGE" in
 	"$KIMAGE") ;;
 	vmlinux.stripped)
-		tb "${CROSS_COMPILE}objcopy" --strip-debug "$KBUILD_DIR/vmlinux" \
+		shstk_tb "${CROSS_COMPILE}objcopy" --strip-debug "$KBUILD_DIR/vmlinux" \
 			"$KBUILD_DIR/vmlinux.stripped.tmp"
 		mv "$KBUILD_DIR/vmlinux.stripped.tmp" "$KBUILD_DIR/vmlinux.stripped"
 		;;
-	*) die "config/arches.ini: no way to make qemu_kernel_image '$QEMU_KIMAGE' for $ARCH" ;;
+	*) shstk_die "config/arches.ini: no way to make qemu_kernel_image '$QEMU_KIMAGE' for $ARCH" ;;
 	esac
 }
 cold=incremental
 [ -f "$KBUILD_DIR/vmlinux" ] || cold=cold
 tb0=$EPOCHREALTIME
-step "building $ARCH kernel in $KBUILD_DIR" build
+shstk_step "building $ARCH kernel in $KBUILD_DIR" build
 qemu_image
 # Every build's wall time, for make bench.
-printf '%s %s %.0f\n' "$(date -u +%FT%TZ)" "$cold" "$(elapsed "$tb0")" >>"$KBUILD_DIR/shstk-build-times"
+printf '%s %s %.0f\n' "$(date -u +%FT%TZ)" "$cold" "$(shstk_elapsed "$tb0")" >>"$KBUILD_DIR/shstk-build-times"
 
-release=$(kmake -s kernelrelease)
+release=$(shstk_kmake -s kernelrelease)
 {
 	echo "arch: $ARCH"
 	echo "source: $kversion"
 	echo "series: $(git -C "$SRC" rev-list --count shstk-base..HEAD) patches, head $(git -C "$SRC" rev-parse --short HEAD)"
 	echo "release: $release"
-	echo "compiler: $(tb "$ARCH_CC" --version | head -n1)"
+	echo "compiler: $(shstk_tb "$ARCH_CC" --version | head -n1)"
 	echo "variant: ${SHSTK_KCONFIG_VARIANT:-default}"
 } >"$KBUILD_DIR/shstk-build.txt"
 echo "$inputs" >"$KBUILD_DIR/.shstk-headers"
 echo "$inputs" >"$KBUILD_DIR/.shstk-inputs"
 series_info
-build_current "$KBUILD_DIR/$QEMU_KIMAGE"
-msg "kernel $release ($kversion) -> $KBUILD_DIR/$KIMAGE"
+shstk_build_current "$KBUILD_DIR/$QEMU_KIMAGE"
+shstk_msg "kernel $release ($kversion) -> $KBUILD_DIR/$KIMAGE"

@@ -42,14 +42,14 @@ mode=build
 case "${1:-}" in
 --check) mode=check ;;
 --info) mode=info && shift ;;
--*) die "usage: build/qemu.sh ARCH | --info ARCH | --check" ;;
+-*) shstk_die "usage: build/qemu.sh ARCH | --info ARCH | --check" ;;
 esac
 if [ "$mode" != check ]; then
-	[ -n "${1:-}" ] || die "usage: build/qemu.sh ARCH | --info ARCH | --check"
-	arch_vars "$1"
-	[ "$(arch_fact "$ARCH" qemu_from_source)" = yes ] ||
-		die "config/arches.ini: $ARCH runs the toolbox's QEMU (qemu_from_source = no), there is no build of it"
-	QEMU_PROG=$(arch_fact "$ARCH" qemu)
+	[ -n "${1:-}" ] || shstk_die "usage: build/qemu.sh ARCH | --info ARCH | --check"
+	shstk_arch_vars "$1"
+	[ "$(shstk_arch_fact "$ARCH" qemu_from_source)" = yes ] ||
+		shstk_die "config/arches.ini: $ARCH runs the toolbox's QEMU (qemu_from_source = no), there is no build of it"
+	QEMU_PROG=$(shstk_arch_fact "$ARCH" qemu)
 	BUILD=$QDIR/build
 	BIN=$BUILD/$QEMU_PROG
 	STAMP=$BUILD/shstk-$QEMU_PROG.txt
@@ -59,26 +59,26 @@ fi
 up_to_date() {
 	local id
 	id=$(sed -n 's/^id: //p' "$STAMP")
-	msg "QEMU up to date$1: $id ($BIN)"
+	shstk_msg "QEMU up to date$1: $id ($BIN)"
 	printf '%s\n' "$BIN" "$id"
 	exit 0
 }
-if [ "$mode" = build ] && [ -f "$STAMP" ] && build_checked "$BIN"; then
+if [ "$mode" = build ] && [ -f "$STAMP" ] && shstk_build_checked "$BIN"; then
 	up_to_date " (checked earlier in this make test)"
 fi
 
 # qemu-system-riscv64 -> riscv64
-qemu_target() { local prog; prog=$(arch_fact "$1" qemu) && echo "${prog#qemu-system-}"; }
+qemu_target() { local prog; prog=$(shstk_arch_fact "$1" qemu) && echo "${prog#qemu-system-}"; }
 
 # Every from-source arch's target, and its devices file (name, then the
 # CONFIG_ lines), in arches.ini's order.
 TARGETS=() DEVICES=()
-for a in $(arch_names --all); do
-	[ "$(arch_fact "$a" qemu_from_source)" = yes ] || continue
+for a in $(shstk_arch_names --all); do
+	[ "$(shstk_arch_fact "$a" qemu_from_source)" = yes ] || continue
 	t=$(qemu_target "$a")
 	TARGETS+=("$t-softmmu")
-	devices=$(arch_fact "$a" qemu_devices)
-	[ -n "$devices" ] || die "config/arches.ini: $a builds its QEMU from source but lists no qemu_devices"
+	devices=$(shstk_arch_fact "$a" qemu_devices)
+	[ -n "$devices" ] || shstk_die "config/arches.ini: $a builds its QEMU from source but lists no qemu_devices"
 	# shellcheck disable=SC2086  # one symbol a word
 	DEVICES+=("$t" "$(printf 'CONFIG_%s=y\n' $devices)")
 done
@@ -105,32 +105,32 @@ fetch_and_unpack() {
 	mkdir -p "$DL"
 	dsc=$DL/qemu_${QEMU_VERSION#*:}.dsc
 	if [ ! -f "$dsc" ]; then
-		"$SHSTK_TOP/scripts/tools/apt-local" --sid-src -q update >&2 || die "apt update (project-local, sid sources) failed"
+		"$SHSTK_TOP/scripts/tools/apt-local" --sid-src -q update >&2 || shstk_die "apt update (project-local, sid sources) failed"
 		(cd "$DL" && "$SHSTK_TOP/scripts/tools/apt-local" --sid-src -q source --download-only "qemu=$QEMU_VERSION" >&2) ||
-			die "could not download Debian's qemu $QEMU_VERSION source (sid)"
-		[ -f "$dsc" ] || die "the download of qemu $QEMU_VERSION left no $dsc"
+			shstk_die "could not download Debian's qemu $QEMU_VERSION source (sid)"
+		[ -f "$dsc" ] || shstk_die "the download of qemu $QEMU_VERSION left no $dsc"
 	fi
-	msg "unpacking qemu $QEMU_VERSION (with Debian's own patches)"
+	shstk_msg "unpacking qemu $QEMU_VERSION (with Debian's own patches)"
 	tmp=$QDIR/unpack.tmp
 	rm -rf "$tmp" "$SRC" "$AM"
 	# apt checked every file against the signed Sources index.
 	dpkg-source --no-check -x "$dsc" "$tmp" >"$QDIR/unpack.log" 2>&1 ||
-		die "dpkg-source could not unpack $dsc; see $QDIR/unpack.log"
+		shstk_die "dpkg-source could not unpack $dsc; see $QDIR/unpack.log"
 	rm -rf "$tmp/.pc"
 	mv "$tmp" "$SRC"
-	git_commit_pristine "$SRC" "qemu $QEMU_VERSION (pristine, from Debian, debian/patches applied)"
+	shstk_git_commit_pristine "$SRC" "qemu $QEMU_VERSION (pristine, from Debian, debian/patches applied)"
 	echo "qemu $QEMU_VERSION" >"$SRC/.shstk-qemu-version"
 }
 
 apply_series() {
-	git_am_series "$SRC" "$AM" "$PATCHES" "qemu $QEMU_VERSION"
+	shstk_git_am_series "$SRC" "$AM" "$PATCHES" "qemu $QEMU_VERSION"
 }
 
 src_ready() {
 	[ -f "$SRC/.shstk-qemu-version" ] && [ "$(cat "$SRC/.shstk-qemu-version")" = "qemu $QEMU_VERSION" ]
 }
 if [ "$mode" = info ]; then
-	[ -f "$STAMP" ] || die "no QEMU build for $ARCH yet ($STAMP)"
+	[ -f "$STAMP" ] || shstk_die "no QEMU build for $ARCH yet ($STAMP)"
 	sed -n 's/^id: //p' "$STAMP"
 	exit 0
 fi
@@ -140,11 +140,11 @@ fi
 # under each other's ninja or run two ninjas in one build directory (a
 # make run started while another builds).
 mkdir -p "$QDIR"
-lock_or_wait "$QDIR/qemu.lock" "another build/qemu.sh (the QEMU tree is busy)"
+shstk_lock_or_wait "$QDIR/qemu.lock" "another build/qemu.sh (the QEMU tree is busy)"
 
-src_ready || step "fetching Debian's qemu $QEMU_VERSION source" fetch_and_unpack
+src_ready || shstk_step "fetching Debian's qemu $QEMU_VERSION source" fetch_and_unpack
 
-want=$(series_hash "$PATCHES")
+want=$(shstk_series_hash "$PATCHES")
 if [ "$mode" = check ]; then
 	apply_series
 	exit 0
@@ -156,9 +156,9 @@ if [ "$want" != "$have" ]; then
 	if [ -n "$edits" ]; then
 		if [ "${SHSTK_DISCARD_EDITS:-0}" != 1 ]; then
 			git_src status --short --untracked-files=no | head -n 20 >&2
-			die "patches/qemu changed, and $SRC has local edits that applying it would lose; commit or format-patch them, or set SHSTK_DISCARD_EDITS=1"
+			shstk_die "patches/qemu changed, and $SRC has local edits that applying it would lose; commit or format-patch them, or set SHSTK_DISCARD_EDITS=1"
 		fi
-		warn "discarding local edits in $SRC (SHSTK_DISCARD_EDITS=1)"
+		shstk_warn "discarding local edits in $SRC (SHSTK_DISCARD_EDITS=1)"
 	fi
 	apply_series
 	git_src checkout -q -f --detach "$(git -C "$AM" rev-parse HEAD)"
@@ -166,7 +166,7 @@ if [ "$want" != "$have" ]; then
 	edits=
 elif [ -n "$edits" ]; then
 	# A developer hacking the tree directly: build with the edits, say so.
-	warn "building QEMU with local edits in $SRC (git format-patch them into patches/qemu/ to keep them):"
+	shstk_warn "building QEMU with local edits in $SRC (git format-patch them into patches/qemu/ to keep them):"
 	git_src status --short --untracked-files=no | head -n 20 >&2
 fi
 
@@ -176,7 +176,7 @@ edit_hash=
 inputs="qemu $QEMU_VERSION series $want edits ${edit_hash:-none} conf $conf_hash"
 INPUTS=$BUILD/.shstk-inputs-$QEMU_PROG
 if [ -x "$BIN" ] && [ "$(cat "$INPUTS" 2>/dev/null)" = "$inputs" ]; then
-	build_current "$BIN"
+	shstk_build_current "$BIN"
 	up_to_date ""
 fi
 rm -f "$INPUTS"
@@ -192,33 +192,33 @@ done
 configure() {
 	rm -rf "$BUILD"
 	mkdir -p "$BUILD"
-	(cd "$BUILD" && tb "$SRC/configure" "${CONFIGURE[@]}") >"$QDIR/configure.log" 2>&1 || {
+	(cd "$BUILD" && shstk_tb "$SRC/configure" "${CONFIGURE[@]}") >"$QDIR/configure.log" 2>&1 || {
 		tail -n 20 "$QDIR/configure.log" >&2
-		die "configuring QEMU failed (full log: $QDIR/configure.log)"
+		shstk_die "configuring QEMU failed (full log: $QDIR/configure.log)"
 	}
 	echo "$conf_hash" >"$BUILD/.shstk-config"
 }
 if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.shstk-config" 2>/dev/null)" != "$conf_hash" ]; then
-	step "configuring QEMU (TCG: ${TARGETS[*]})" configure
+	shstk_step "configuring QEMU (TCG: ${TARGETS[*]})" configure
 fi
 
 # Progress: ninja's "[N/M] ..." lines go to the log; the terminal gets one
 # every 250 steps, and the errors.
 build() {
 	local log=$BUILD/build-$QEMU_PROG.log rc=0
-	tb ninja -C "$BUILD" -j"$(nproc)" "$QEMU_PROG" 2>&1 | tee "$log" |
+	shstk_tb ninja -C "$BUILD" -j"$(nproc)" "$QEMU_PROG" 2>&1 | tee "$log" |
 		awk 'match($0, /^\[[0-9]+\/[0-9]+\]/) { s = substr($0, 2, RLENGTH - 2); split(s, a, "/");
 		       if (a[1] % 250 == 0 || a[1] == a[2]) printf "[build/qemu.sh]   %s steps\n", s > "/dev/stderr"; fflush() }
 		     /error:|FAILED:/ { print > "/dev/stderr" }' || rc=$?
 	if [ "$rc" -ne 0 ]; then
 		tail -n 30 "$log" >&2
-		die "QEMU build failed (full log: $log)"
+		shstk_die "QEMU build failed (full log: $log)"
 	fi
 }
 cold=incremental
 [ -x "$BIN" ] || cold=cold
 t0=$EPOCHREALTIME
-step "building $QEMU_PROG in $BUILD" build >&2
+shstk_step "building $QEMU_PROG in $BUILD" build >&2
 printf '%s %s %s %.0f\n' "$(date -u +%FT%TZ)" "$QEMU_PROG" "$cold" \
 	"$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" >>"$BUILD/shstk-build-times"
 
@@ -233,6 +233,6 @@ npatch=$(git_src rev-list --count shstk-base..HEAD)
 [ -z "$edit_hash" ] || sed -i "s/^id: .*/& + local edits $edit_hash/" "$STAMP"
 echo "$inputs" >"$INPUTS"
 id=$(sed -n 's/^id: //p' "$STAMP")
-msg "built $id -> $BIN"
-build_current "$BIN"
+shstk_msg "built $id -> $BIN"
+shstk_build_current "$BIN"
 printf '%s\n' "$BIN" "$id"

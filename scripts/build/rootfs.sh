@@ -15,10 +15,10 @@ set -euo pipefail
 # shellcheck source=../lib/build.sh
 . "$SHSTK_TOP/scripts/lib/build.sh"
 
-arch_vars "${1:-}"
+shstk_arch_vars "${1:-}"
 case "${2:-}" in
 "" | --disk) ;;
-*) die "usage: build/rootfs.sh ARCH [--disk]" ;;
+*) shstk_die "usage: build/rootfs.sh ARCH [--disk]" ;;
 esac
 ROOTFS=$SHSTK_CACHE/rootfs/$ARCH
 PKGS=bpftrace
@@ -26,7 +26,7 @@ stamp=$ROOTFS/.shstk-rootfs
 # The directory, or the disk image made from it.
 result() {
 	if [ "${2:-}" = --disk ]; then
-		rootfs_disk "$ROOTFS"
+		shstk_rootfs_disk "$ROOTFS"
 	else
 		echo "$ROOTFS"
 	fi
@@ -41,17 +41,17 @@ fi
 # steps) ask for it at the same moment, and two debootstraps in one
 # $ROOTFS.new remove each other's files.
 mkdir -p "${ROOTFS%/*}"
-lock_or_wait "$ROOTFS.build-lock" "another build of the $ARCH root filesystem"
+shstk_lock_or_wait "$ROOTFS.build-lock" "another build of the $ARCH root filesystem"
 if built; then
 	result "$@"
 	exit 0
 fi
-[ "$(id -u)" -eq 0 ] || die "debootstrap needs root"
-command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+[ "$(id -u)" -eq 0 ] || shstk_die "debootstrap needs root"
+command -v debootstrap >/dev/null || shstk_die "debootstrap is not installed (apt-get install debootstrap)"
 mirror=$("$SHSTK_TOP/scripts/tools/apt-local" -qq --print-uris download bash 2>/dev/null |
 	sed -nE "s|^'([^']*)/pool/.*|\1|p" | head -n1 || true)
 mirror=${SHSTK_MIRROR:-$mirror}
-[ -n "$mirror" ] || die "could not find the Debian mirror (run scripts/tools/apt-local update, or set SHSTK_MIRROR)"
+[ -n "$mirror" ] || shstk_die "could not find the Debian mirror (run scripts/tools/apt-local update, or set SHSTK_MIRROR)"
 
 make_rootfs() {
 	local new=$ROOTFS.new deb n=0
@@ -59,7 +59,7 @@ make_rootfs() {
 	mkdir -p "$new"
 	debootstrap --foreign --variant=minbase --arch="$DEB_ARCH" --include="$PKGS" \
 		trixie "$new" "$mirror" >"$new.log" 2>&1 ||
-		die "debootstrap --foreign failed; see $new.log"
+		shstk_die "debootstrap --foreign failed; see $new.log"
 	# The first stage unpacked only the essential packages: unpack them all.
 	for deb in "$new"/var/cache/apt/archives/*.deb; do
 		dpkg-deb -x "$deb" "$new"
@@ -70,7 +70,7 @@ make_rootfs() {
 	echo "$PKGS" >"$new/.shstk-rootfs"
 	rm -rf "$ROOTFS"
 	mv "$new" "$ROOTFS"
-	msg "$n packages unpacked; $(du -sh "$ROOTFS" | cut -f1) in $ROOTFS"
+	shstk_msg "$n packages unpacked; $(du -sh "$ROOTFS" | cut -f1) in $ROOTFS"
 }
-step "building the $ARCH bpftrace root filesystem (debootstrap, about 3-4 minutes)" make_rootfs
+shstk_step "building the $ARCH bpftrace root filesystem (debootstrap, about 3-4 minutes)" make_rootfs
 result "$@"

@@ -7,19 +7,19 @@
 # run).  Sourced, never run.
 
 # The patch names a series file lists, in order (comments and blank lines
-# dropped).   series_list FILE
-series_list() {
-	[ -f "$1" ] || die "$1 is missing"
+# dropped).   shstk_series_list FILE
+shstk_series_list() {
+	[ -f "$1" ] || shstk_die "$1 is missing"
 	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$1"
 }
 
 # A series' identity, by names and contents only (the same series from
-# another clone, CI's, is the same series).   series_hash PATCHDIR
-series_hash() {
+# another clone, CI's, is the same series).   shstk_series_hash PATCHDIR
+shstk_series_hash() {
 	local p names
-	mapfile -t names < <(series_list "$1/series")
+	mapfile -t names < <(shstk_series_list "$1/series")
 	for p in "${names[@]}"; do
-		[ -f "$1/$p" ] || die "$1/series names $p, which does not exist"
+		[ -f "$1/$p" ] || shstk_die "$1/series names $p, which does not exist"
 	done
 	[ "${#names[@]}" -gt 0 ] || { printf '' | sha256sum | cut -c1-16; return; }
 	# One sha256sum for all, its lines in the form "NAME HASH  -", which
@@ -28,30 +28,30 @@ series_hash() {
 		awk '{ print $2, $1 "  -" }' | sha256sum | cut -c1-16
 }
 
-# rootfs_disk DIR: the bpftrace root filesystem DIR (scripts/build/rootfs.sh)
-# as an EROFS disk image beside it, DIR.erofs, made again when the directory
-# was rebuilt since.  Every emulator attaches it read-only, as a disk
-# (QEMU's virtio-blk, Bochs's IDE), not as a 9p share: a guest
-# with a share mounted cannot be saved, and make trace starts from a
+# shstk_rootfs_disk DIR: the bpftrace root filesystem DIR
+# (scripts/build/rootfs.sh) as an EROFS disk image beside it, DIR.erofs, made
+# again when the directory was rebuilt since.  Every emulator attaches it
+# read-only, as a disk (QEMU's virtio-blk, Bochs's IDE), not as a 9p share:
+# a guest with a share mounted cannot be saved, and make trace starts from a
 # snapshot taken once bpftrace has attached.  Uncompressed and without
 # extended attributes, the EROFS the kernels are configured for (why EROFS:
 # config/kernel/common.config).  Padded to whole cylinders of 16 heads x 63
 # sectors, the geometry Bochs gives it.
 # Under a lock: make test's two lanes may trace at once (not IMAGE.lock,
 # the file Bochs locks an image with).
-rootfs_disk() {
+shstk_rootfs_disk() {
 	local dir=$1 img=$1.erofs cyl=$((16 * 63 * 512)) bytes lock rc=0
 	exec {lock}>"$dir.disk-lock"
 	flock "$lock"
 	if ! [ "$img" -nt "$dir/.shstk-rootfs" ]; then
-		msg "making the root filesystem disk image $img"
+		shstk_msg "making the root filesystem disk image $img"
 		rm -f "$img.new"
-		if tb mkfs.erofs --quiet -b4096 -x -1 -L shstk-rootfs "$img.new" "$dir" >"$img.log" 2>&1; then
+		if shstk_tb mkfs.erofs --quiet -b4096 -x -1 -L shstk-rootfs "$img.new" "$dir" >"$img.log" 2>&1; then
 			bytes=$(stat -c %s "$img.new")
 			truncate -s $(((bytes + cyl - 1) / cyl * cyl)) "$img.new"
 			mv "$img.new" "$img"
 		else
-			msg "mkfs.erofs failed; see $img.log"
+			shstk_msg "mkfs.erofs failed; see $img.log"
 			rc=1
 		fi
 	fi
@@ -64,14 +64,14 @@ rootfs_disk() {
 # SHSTK_CHECKED_BUILDS.  Within one make test the trees do not change, and
 # a look at them is git on the kernel tree's tens of thousands of files;
 # outside make test every run looks.  A build script asks
-# build_checked OUTPUT before it looks, and says build_current OUTPUT once
-# OUTPUT is current.
-build_checked() {
+# shstk_build_checked OUTPUT before it looks, and says shstk_build_current
+# OUTPUT once OUTPUT is current.
+shstk_build_checked() {
 	[ -n "${SHSTK_CHECKED_BUILDS:-}" ] && [ -e "$1" ] &&
 		grep -qxF -- "$1" "$SHSTK_CHECKED_BUILDS" 2>/dev/null
 }
-#   build_checked OUTPUT; build_current OUTPUT
-build_current() {
+#   shstk_build_checked OUTPUT; shstk_build_current OUTPUT
+shstk_build_current() {
 	[ -z "${SHSTK_CHECKED_BUILDS:-}" ] || echo "$1" >>"$SHSTK_CHECKED_BUILDS"
 }
 
@@ -79,8 +79,8 @@ build_current() {
 # (tag shstk-base).  No automatic gc: the commit's tens of thousands of
 # loose objects would start a "git gc --auto" in the background, minutes of
 # both CPUs spent packing them beside the first build, and nothing here
-# needs them packed.   git_commit_pristine DIR MESSAGE
-git_commit_pristine() {
+# needs them packed.   shstk_git_commit_pristine DIR MESSAGE
+shstk_git_commit_pristine() {
 	git -C "$1" init -q
 	git -C "$1" config gc.auto 0
 	# By force: Debian's kernel tree has a .gitignore that ignores
@@ -91,8 +91,8 @@ git_commit_pristine() {
 }
 
 # A worktree DIR of the repository REPO at its pristine base (tag
-# shstk-base), made if missing.   base_worktree REPO DIR
-base_worktree() {
+# shstk-base), made if missing.   shstk_base_worktree REPO DIR
+shstk_base_worktree() {
 	if [ ! -d "$2" ]; then
 		git -C "$1" worktree prune
 		git -C "$1" worktree add -q --detach "$2" shstk-base
@@ -102,14 +102,14 @@ base_worktree() {
 # Apply PATCHDIR's series with git am on a fresh worktree WORKTREE of the
 # pristine tree SRC (tag shstk-base), made if missing; a patch that does not
 # apply is named, with the files it failed on, as not applying to WHAT.
-#   git_am_series SRC WORKTREE PATCHDIR WHAT
-git_am_series() {
+#   shstk_git_am_series SRC WORKTREE PATCHDIR WHAT
+shstk_git_am_series() {
 	local src=$1 am=$2 dir=$3 what=$4 p n=0 total files log=$2.am.log
-	base_worktree "$src" "$am"
+	shstk_base_worktree "$src" "$am"
 	git -C "$am" am --abort >/dev/null 2>&1 || true
 	git -C "$am" reset -q --hard shstk-base
 	git -C "$am" clean -qfd
-	total=$(series_list "$dir/series" | wc -l)
+	total=$(shstk_series_list "$dir/series" | wc -l)
 	while read -r p; do
 		n=$((n + 1))
 		if ! git -C "$am" -c user.name=shstk-lab -c user.email=shstk-lab@localhost \
@@ -119,47 +119,47 @@ git_am_series() {
 			# "error: patch failed: FILE:LINE", "error: FILE: does not exist in index"
 			files=$(sed -nE 's/^error: patch failed: (.*):[0-9]+$/\1/p; s/^error: (.*): (does not exist|already exists) in .*/\1/p' \
 				"$log" | sort -u | tr '\n' ' ')
-			die "patch $n/$total ($p) does not apply to $what${files:+ (in ${files% })}"
+			shstk_die "patch $n/$total ($p) does not apply to $what${files:+ (in ${files% })}"
 		fi
-	done < <(series_list "$dir/series")
-	msg "applied $n patches"
+	done < <(shstk_series_list "$dir/series")
+	shstk_msg "applied $n patches"
 }
 
 # scripts/build/guest.sh for this arch, against the series' kernel headers
-# and tree whatever kernel this run boots.   build_guest ARGS...
-build_guest() {
+# and tree whatever kernel this run boots.   shstk_build_guest ARGS...
+shstk_build_guest() {
 	SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" "$@"
 }
 
 # The guest image a post-boot snapshot boots (guest.sh --snapshot-base)
 # that goes with IMAGE: the one guest.sh made with IMAGE while it is still
 # the one there (its key, kept beside IMAGE, against the base's own), else
-# one made now.   guest_snapshot_base IMAGE
-guest_snapshot_base() {
+# one made now.   shstk_guest_snapshot_base IMAGE
+shstk_guest_snapshot_base() {
 	local base=${1%/*}/snapshot-base.cpio.gz want have
 	if { read -r want <"$1.snapshot-base" && read -r have <"$base.key"; } 2>/dev/null &&
 		[ "$want" = "$have" ] && [ -f "$base" ]; then
 		echo "$base"
 		return 0
 	fi
-	build_guest --snapshot-base
+	shstk_build_guest --snapshot-base
 }
 
-# A user's PROG must be a static executable for $ARCH (after arch_vars):
+# A user's PROG must be a static executable for $ARCH (after shstk_arch_vars):
 # checked before any long step, so a wrong one is named at once.
-#   prog_check PROG
-prog_check() {
+#   shstk_prog_check PROG
+shstk_prog_check() {
 	local why
-	[ -f "$1" ] || die "PROG=$1 does not exist"
-	why=$(py "$SHSTK_TOP/scripts/build/elfcheck.py" "$1" "$ARCH" 2>&1) || die "$why"
+	[ -f "$1" ] || shstk_die "PROG=$1 does not exist"
+	why=$(shstk_py "$SHSTK_TOP/scripts/build/elfcheck.py" "$1" "$ARCH" 2>&1) || shstk_die "$why"
 }
 
-# make in the kernel tree for the current arch (after arch_vars), out of
+# make in the kernel tree for the current arch (after shstk_arch_vars), out of
 # tree, with the table's compiler for the target and the host's for the
 # programs the build runs.
-#   kmake MAKE-ARGS...
-# shellcheck disable=SC2153  # KARCH and ARCH_CC: set by arch_vars (arch_set)
-kmake() {
-	tb make -C "$SHSTK_SRC" O="$KBUILD_DIR" ARCH="$KARCH" \
+#   shstk_kmake MAKE-ARGS...
+# shellcheck disable=SC2153  # KARCH, ARCH_CC: set by shstk_arch_vars
+shstk_kmake() {
+	shstk_tb make -C "$SHSTK_SRC" O="$KBUILD_DIR" ARCH="$KARCH" \
 		CROSS_COMPILE="$CROSS_COMPILE" CC="$ARCH_CC" HOSTCC="$SHSTK_HOST_CC" "$@"
 }

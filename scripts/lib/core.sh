@@ -82,10 +82,10 @@ esac
 
 # Messages on stderr, each named by its script: progress, a warning, and
 # the reason a script stops (then it exits 1).
-#   msg TEXT...; warn TEXT...; die TEXT...
-msg()  { printf '[%s] %s\n' "$_shstk_prog" "$*" >&2; }
-warn() { printf '[%s] warning: %s\n' "$_shstk_prog" "$*" >&2; }
-die()  { _shstk_stopped "$*"; exit 1; }
+#   shstk_msg TEXT...; shstk_warn TEXT...; shstk_die TEXT...
+shstk_msg()  { printf '[%s] %s\n' "$_shstk_prog" "$*" >&2; }
+shstk_warn() { printf '[%s] warning: %s\n' "$_shstk_prog" "$*" >&2; }
+shstk_die()  { _shstk_stopped "$*"; exit 1; }
 
 # _shstk_stopped REASON: say why this script stops, on stderr and, when
 # the script is the shell a caller asked about (not one of its subshells),
@@ -139,8 +139,8 @@ trap '_shstk_failed "$?" "${PIPESTATUS[*]}" "$BASH_COMMAND" "$LINENO"' ERR
 # the host's own tools, and root, which the toolbox's debootstrap and
 # chroot need unless every tool comes from the host (scripts/tools/tb;
 # the bpftrace root filesystem's debootstrap needs root either way).
-#   host_check
-host_check() {
+#   shstk_host_check
+shstk_host_check() {
 	local t lacking=()
 	[ -z "${SHSTK_HOST_CHECKED:-}" ] || return 0
 	for t in git:git python3:python3 flock:util-linux unshare:util-linux dpkg-deb:dpkg \
@@ -149,10 +149,10 @@ host_check() {
 	done
 	if [ "${#lacking[@]}" -gt 0 ]; then
 		printf -v t '%s, ' "${lacking[@]}"
-		die "the host lacks ${t%, }: apt-get install those packages"
+		shstk_die "the host lacks ${t%, }: apt-get install those packages"
 	fi
 	if [ "$EUID" -ne 0 ] && [ "$("$SHSTK_TOP/scripts/tools/tb" --which)" = toolbox ]; then
-		die "shstk-lab needs root: it makes its toolbox with debootstrap and runs its tools" \
+		shstk_die "shstk-lab needs root: it makes its toolbox with debootstrap and runs its tools" \
 			"in a chroot (SHSTK_TOOLBOX=no uses the host's tools, if new enough: scripts/tools/tb --help)"
 	fi
 	export SHSTK_HOST_CHECKED=1
@@ -161,34 +161,35 @@ host_check() {
 # Run a long step with a start and end line, so the user sees progress and
 # how long each step took.  The command runs outside any condition, so that
 # set -e stops at its first failure, which the ERR trap names with the step.
-# Never call step itself in a condition: that would switch set -e off in it.
-#   step WHAT CMD ARGS...
-step() {
+# Never call shstk_step itself in a condition: that would switch set -e off
+# in it.
+#   shstk_step WHAT CMD ARGS...
+shstk_step() {
 	local what=$1 t0
 	shift
 	t0=$(date +%s)
-	msg "$what ..."
+	shstk_msg "$what ..."
 	_shstk_step=$what _shstk_step_t0=$t0
 	"$@"
 	_shstk_step=''
-	msg "$what: done in $(($(date +%s) - t0)) s"
+	shstk_msg "$what: done in $(($(date +%s) - t0)) s"
 }
 _shstk_step=''
 _shstk_step_t0=0
 
 # Seconds since T0 (an $EPOCHREALTIME), with one decimal ("took 3.2"), or
 # PLACES of them.
-#   elapsed T0 [PLACES]
-elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" -v p="${2:-1}" 'BEGIN { printf "%." p "f\n", b - a }'; }
+#   shstk_elapsed T0 [PLACES]
+shstk_elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" -v p="${2:-1}" 'BEGIN { printf "%." p "f\n", b - a }'; }
 
 # Hold an exclusive lock on FILE until the script ends (the processes it
 # starts inherit it), first saying "waiting for WHAT" when another has it.
-#   lock_or_wait FILE WHAT
-lock_or_wait() {
+#   shstk_lock_or_wait FILE WHAT
+shstk_lock_or_wait() {
 	local fd
 	exec {fd}>"$1"
 	if ! flock -n "$fd"; then
-		msg "waiting for $2"
+		shstk_msg "waiting for $2"
 		# Polled: a TERM trap waits for a foreground child to end,
 		# and a blocking flock ends only when the other run does.
 		until flock -n "$fd"; do sleep 0.2; done
@@ -197,10 +198,10 @@ lock_or_wait() {
 
 # VAR=the stamp FILE holds (its one line), which WRITER, an earlier build
 # step, leaves; a missing one ends the script naming both.
-#   read_stamp VAR FILE WRITER
-read_stamp() {
+#   shstk_read_stamp VAR FILE WRITER
+shstk_read_stamp() {
 	local line
-	{ IFS= read -r line <"$2"; } 2>/dev/null || die "$2 is missing: $3 leaves it, and has not run (or failed)"
+	{ IFS= read -r line <"$2"; } 2>/dev/null || shstk_die "$2 is missing: $3 leaves it, and has not run (or failed)"
 	printf -v "$1" '%s' "$line"
 }
 
@@ -208,10 +209,10 @@ read_stamp() {
 # a second run that would write the same one (two make runs in one
 # checkout, make run beside make test) waits for it, and says so.  The
 # lock is a file beside DIR, which a run may empty or remove.
-#   lock_out DIR
-lock_out() {
+#   shstk_lock_out DIR
+shstk_lock_out() {
 	mkdir -p "$(dirname "$1")"
-	lock_or_wait "$1.lock" "another run that writes $1 to end (it holds $1.lock)"
+	shstk_lock_or_wait "$1.lock" "another run that writes $1 to end (it holds $1.lock)"
 }
 
 # The architecture table: every per-arch fact, for shell and Python alike
@@ -226,25 +227,25 @@ SHSTK_HOST_CXX=g++-14
 
 # The supported architectures of the table, in its order; with --all, also
 # the ones in progress (status: usable with ARCH= only).
-#   arch_names [--all]
-arch_names() {
+#   shstk_arch_names [--all]
+shstk_arch_names() {
 	local a status
-	[ -r "$SHSTK_ARCH_TABLE" ] || die "$SHSTK_ARCH_TABLE is missing"
-	[ "$SHSTK_FACTS_FROM" = "$SHSTK_ARCH_TABLE" ] || load_arch_facts
+	[ -r "$SHSTK_ARCH_TABLE" ] || shstk_die "$SHSTK_ARCH_TABLE is missing"
+	[ "$SHSTK_FACTS_FROM" = "$SHSTK_ARCH_TABLE" ] || shstk_load_arch_facts
 	for a in ${SHSTK_FACTS[" arches"]}; do
-		[ "${1:-}" = --all ] || { arch_fact_to status "$a" status && [ "$status" = supported ]; } || continue
+		[ "${1:-}" = --all ] || { shstk_arch_fact_to status "$a" status && [ "$status" = supported ]; } || continue
 		echo "$a"
 	done
 }
 
 # Every arch's Debian architecture, the host's (amd64) first.
-#   deb_arches
-deb_arches() {
+#   shstk_deb_arches
+shstk_deb_arches() {
 	local a
 	{
 		echo amd64
-		for a in $(arch_names --all); do
-			arch_fact "$a" deb_arch
+		for a in $(shstk_arch_names --all); do
+			shstk_arch_fact "$a" deb_arch
 		done
 	} | awk '!seen[$0]++'
 }
@@ -258,8 +259,8 @@ deb_arches() {
 # and a loop at every script's start.
 declare -gA SHSTK_FACTS=()
 SHSTK_FACTS_FROM=
-#   load_arch_facts
-load_arch_facts() {
+#   shstk_load_arch_facts
+shstk_load_arch_facts() {
 	local k v
 	SHSTK_FACTS=()
 	SHSTK_FACTS_FROM=$SHSTK_ARCH_TABLE
@@ -284,65 +285,66 @@ load_arch_facts() {
 	SHSTK_FACTS_TABLE=$SHSTK_ARCH_TABLE
 	export SHSTK_FACTS_TABLE SHSTK_FACTS_QUOTED
 }
-load_arch_facts
+shstk_load_arch_facts
 
 # One fact about an architecture from the table; dies if the table lacks it.
-#   arch_fact ARCH KEY
-arch_fact() {
+#   shstk_arch_fact ARCH KEY
+shstk_arch_fact() {
 	local fact
-	arch_fact_to fact "$1" "$2"
+	shstk_arch_fact_to fact "$1" "$2"
 	echo "$fact"
 }
 
 # VAR=the fact KEY about ARCH, in this shell: no $(...) subshell (a process
-# each, and scripts ask dozens); a missing one ends the script, as die does.
-# No locals: VAR may be the caller's.
-#   arch_fact_to VAR ARCH KEY
-arch_fact_to() {
-	[ "$SHSTK_FACTS_FROM" = "$SHSTK_ARCH_TABLE" ] || load_arch_facts
-	[ -n "${SHSTK_FACTS["$2 $3"]+set}" ] || die "config/arches.ini has no $3 for $2"
+# each, and scripts ask dozens); a missing one ends the script, as shstk_die
+# does.  No locals: VAR may be the caller's.
+#   shstk_arch_fact_to VAR ARCH KEY
+shstk_arch_fact_to() {
+	[ "$SHSTK_FACTS_FROM" = "$SHSTK_ARCH_TABLE" ] || shstk_load_arch_facts
+	[ -n "${SHSTK_FACTS["$2 $3"]+set}" ] || shstk_die "config/arches.ini has no $3 for $2"
 	printf -v "$1" '%s' "${SHSTK_FACTS["$2 $3"]}"
 }
 
 # VAR=the canonical architecture name of NAME, a name or an alias in the
 # table (the host's by default), in this shell.
-#   arch_resolve VAR [NAME]
-arch_resolve() {
+#   shstk_arch_resolve VAR [NAME]
+shstk_arch_resolve() {
 	local want=${2:-} a
 	[ -n "$want" ] || want=$(uname -m)
-	[ "$SHSTK_FACTS_FROM" = "$SHSTK_ARCH_TABLE" ] || load_arch_facts
+	[ "$SHSTK_FACTS_FROM" = "$SHSTK_ARCH_TABLE" ] || shstk_load_arch_facts
 	for a in ${SHSTK_FACTS[" arches"]}; do
 		if [ "$want" = "$a" ] || [[ " ${SHSTK_FACTS["$a aliases"]-} " == *" $want "* ]]; then
 			printf -v "$1" '%s' "$a"
 			return 0
 		fi
 	done
-	die "unknown ARCH '$want' (use $(arch_names | paste -sd' ' | sed 's/ / or /g'))"
+	shstk_die "unknown ARCH '$want' (use $(shstk_arch_names | paste -sd' ' | sed 's/ / or /g'))"
 }
 
-# VAR=the fact KEY about $ARCH; a missing one ends the script, as die does.
-#   arch_set VAR KEY
-# shellcheck disable=SC2153  # ARCH: set by arch_vars
-arch_set() { arch_fact_to "$1" "$ARCH" "$2"; }
+# VAR=the fact KEY about $ARCH; a missing one ends the script, as
+# shstk_die does.
+#   shstk_arch_set VAR KEY
+# shellcheck disable=SC2153  # ARCH: set by shstk_arch_vars
+shstk_arch_set() { shstk_arch_fact_to "$1" "$ARCH" "$2"; }
 
 # The facts about ARCH every script uses, as variables; the rest through
-# arch_fact.
-#   arch_vars [ARCH]
+# shstk_arch_fact.
+#   shstk_arch_vars [ARCH]
 # shellcheck disable=SC2034  # used by the scripts that source this file
-arch_vars() {
-	arch_resolve ARCH "${1:-}"
-	arch_set KARCH kernel_arch
-	arch_set DEB_ARCH deb_arch
-	arch_set CROSS_COMPILE cross_prefix
+shstk_arch_vars() {
+	shstk_arch_resolve ARCH "${1:-}"
+	shstk_arch_set KARCH kernel_arch
+	shstk_arch_set DEB_ARCH deb_arch
+	shstk_arch_set CROSS_COMPILE cross_prefix
 	# The target compiler, by its full name (the unversioned one may be
 	# another version).
-	arch_set ARCH_CC cc
+	shstk_arch_set ARCH_CC cc
 	ARCH_CC=$CROSS_COMPILE$ARCH_CC
-	arch_set KIMAGE kernel_image
-	arch_set QEMU_KIMAGE qemu_kernel_image
-	arch_set KTARGET kernel_target
-	arch_set KCONSOLE console
-	arch_set KAPPEND kernel_append
+	shstk_arch_set KIMAGE kernel_image
+	shstk_arch_set QEMU_KIMAGE qemu_kernel_image
+	shstk_arch_set KTARGET kernel_target
+	shstk_arch_set KCONSOLE console
+	shstk_arch_set KAPPEND kernel_append
 	local tree=$SHSTK_SERIES_SUFFIX
 	[ -z "$SHSTK_BASELINE" ] || tree=-base
 	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}$tree
@@ -358,15 +360,15 @@ arch_vars() {
 # not with SHSTK_SNAPSHOT=0 (SHSTK_BOCHS_SNAPSHOT=0, its older name, for
 # Bochs).  The build layer makes a snapshot's base image only then, and
 # each VM backend says which of its runs it restores.
-#   snapshot_wanted
-snapshot_wanted() {
+#   shstk_snapshot_wanted
+shstk_snapshot_wanted() {
 	[ "${SHSTK_SNAPSHOT:-1}" != 0 ]
 }
 
 # Run a tool from the toolbox (or the host, when it is new enough).  Every
 # script calls tools through this, so none of them knows which one it got.
-#   tb TOOL ARGS...
-tb() { "$SHSTK_TOP/scripts/tools/tb" "$@"; }
+#   shstk_tb TOOL ARGS...
+shstk_tb() { "$SHSTK_TOP/scripts/tools/tb" "$@"; }
 
 # The host's Python for the harness's own scripts (checks/, the builders'
 # helpers): Debian's /usr/bin/python3, which .ci/run installs, not the first
@@ -376,8 +378,8 @@ if [ -z "${SHSTK_PYTHON:-}" ]; then
 	SHSTK_PYTHON=python3
 	[ ! -x /usr/bin/python3 ] || SHSTK_PYTHON=/usr/bin/python3
 fi
-#   py ARGS...
-py() { "$SHSTK_PYTHON" "$@"; }
+#   shstk_py ARGS...
+shstk_py() { "$SHSTK_PYTHON" "$@"; }
 
 # Children that a TERM or INT to this script must stop: a VM boot, gdb, the
 # VMs of make fuzz.  Bash waits for a foreground child before it runs any
@@ -394,11 +396,11 @@ _shstk_children=()
 # off again ("trap - INT") leaves INT at its default: the next Ctrl-C then
 # kills the script outright, its own INT trap unrun and its EXIT trap cut
 # short by the parent's TERM, which can leave its VM running.  Its INT
-# traps are for a script run in the foreground only: trap_int CMD (or -).
+# traps are for a script run in the foreground only: shstk_trap_int CMD (or -).
 _shstk_int_ignored=
 [ "$(trap -p INT)" != "trap -- '' SIGINT" ] || _shstk_int_ignored=1
-#   trap_int CMD|-
-trap_int() {
+#   shstk_trap_int CMD|-
+shstk_trap_int() {
 	# shellcheck disable=SC2064  # CMD is the trap's text, given as such
 	[ -n "$_shstk_int_ignored" ] || trap "$1" INT
 }
@@ -418,14 +420,14 @@ _shstk_stop_children() {
 		seen[$p]=1
 		kill -TERM "$p" 2>/dev/null || true
 	done
-	for p in "${!seen[@]}"; do wait_pid_gone "$p"; done
+	for p in "${!seen[@]}"; do shstk_wait_pid_gone "$p"; done
 	exit "$status"
 }
 
 # Run CMD ARGS... every 0.1 s until it fails (what it looks for is gone);
 # non-zero if it still succeeds after SECONDS.
-#   poll_until_gone SECONDS CMD ARGS...
-poll_until_gone() {
+#   shstk_poll_until_gone SECONDS CMD ARGS...
+shstk_poll_until_gone() {
 	local n=$(($1 * 10)) _
 	shift
 	for _ in $(seq "$n"); do
@@ -453,9 +455,9 @@ _shstk_pid_alive() {
 
 # Wait until the signalled child PID is gone (at most 15 s: a VM's own
 # cleanup takes a few).  Neither wait nor kill -0: see _shstk_pid_alive.
-#   wait_pid_gone PID
-wait_pid_gone() {
-	poll_until_gone 15 _shstk_pid_alive "$1" || warn "pid $1 still running 15 s after its TERM"
+#   shstk_wait_pid_gone PID
+shstk_wait_pid_gone() {
+	shstk_poll_until_gone 15 _shstk_pid_alive "$1" || shstk_warn "pid $1 still running 15 s after its TERM"
 }
 
 # For an EXIT trap: TERM whatever children this script still has (a gdb in
@@ -463,50 +465,50 @@ wait_pid_gone() {
 # they are gone.  gdb acts on a TERM only at its next check, which can be
 # seconds away while it loads a kernel's symbols: a script that exits at
 # once leaves it running.
-#   stop_own_children
-stop_own_children() {
+#   shstk_stop_own_children
+shstk_stop_own_children() {
 	pkill -TERM -P $$ 2>/dev/null || true
-	poll_until_gone 15 pgrep -P $$ >/dev/null ||
-		warn "still running 15 s after their TERM: $(pgrep -a -P $$ | tr '\n' ';')"
+	shstk_poll_until_gone 15 pgrep -P $$ >/dev/null ||
+		shstk_warn "still running 15 s after their TERM: $(pgrep -a -P $$ | tr '\n' ';')"
 }
 
 # Exit with the shell's status for TERM (143) or INT (130), saying which,
 # once: further TERMs and INTs are ignored from then on, so that one coming
 # while the EXIT trap stops a VM cannot end that trap half way (a parent
 # and a user may both signal; an EXIT trap cut short leaves the VM).
-#   exit_on_signals
-exit_on_signals() {
+#   shstk_exit_on_signals
+shstk_exit_on_signals() {
 	trap '_shstk_signalled 143 "stopped (TERM)"' TERM
-	trap_int '_shstk_signalled 130 interrupted'
+	shstk_trap_int '_shstk_signalled 130 interrupted'
 }
 
 # shellcheck disable=SC2317  # called by the traps
 _shstk_signalled() {
 	trap '' TERM INT
-	msg "$2"
+	shstk_msg "$2"
 	exit "$1"
 }
 
 # Start CMD ARGS... in the background as a child to stop on TERM or INT;
-# its pid is CHILD_PID.  Redirections given to start_child apply to CMD.
+# its pid is CHILD_PID.  Redirections given to shstk_start_child apply to CMD.
 # CMD is a program, never a shell function: a function runs in a forked
 # subshell, whose death on TERM would leave the program it started.
-#   start_child CMD ARGS...
-start_child() {
-	# The script's own traps, put back by wait_children.
+#   shstk_start_child CMD ARGS...
+shstk_start_child() {
+	# The script's own traps, put back by shstk_wait_children.
 	[ "${#_shstk_children[@]}" -gt 0 ] || _shstk_saved_traps=$(trap -p TERM INT)
 	trap '_shstk_stop_children 143' TERM
-	trap_int '_shstk_stop_children 130'
+	shstk_trap_int '_shstk_stop_children 130'
 	"$@" &
 	CHILD_PID=$!
 	_shstk_children+=("$CHILD_PID")
 }
 
-# Wait for every child start_child started; returns the last non-zero
+# Wait for every child shstk_start_child started; returns the last non-zero
 # status among them (0 if all succeeded).  The script's own TERM and INT
 # traps, if it had any, are back afterwards.
-#   wait_children
-wait_children() {
+#   shstk_wait_children
+shstk_wait_children() {
 	local p st rc=0
 	for p in "${_shstk_children[@]}"; do
 		st=0
@@ -515,16 +517,16 @@ wait_children() {
 	done
 	_shstk_children=()
 	trap - TERM
-	trap_int -
+	shstk_trap_int -
 	eval "${_shstk_saved_traps:-}"
 	return "$rc"
 }
 
-# Wait for one child that start_child started, and forget it, while the
+# Wait for one child that shstk_start_child started, and forget it, while the
 # others go on (and are still stopped on TERM or INT); returns its status.
 # The script's own traps are back once it has no children left.
-#   wait_child PID
-wait_child() {
+#   shstk_wait_child PID
+shstk_wait_child() {
 	local p st=0 kept=()
 	wait "$1" || st=$?
 	for p in "${_shstk_children[@]}"; do
@@ -533,15 +535,15 @@ wait_child() {
 	_shstk_children=("${kept[@]}")
 	if [ "${#kept[@]}" -eq 0 ]; then
 		trap - TERM
-		trap_int -
+		shstk_trap_int -
 		eval "${_shstk_saved_traps:-}"
 	fi
 	return "$st"
 }
 
 # Run one long child (a VM boot) so that a TERM or INT to this script stops
-# it too.   run_child CMD ARGS...   (returns the child's status)
-run_child() {
-	start_child "$@"
-	wait_children
+# it too.   shstk_run_child CMD ARGS...   (returns the child's status)
+shstk_run_child() {
+	shstk_start_child "$@"
+	shstk_wait_children
 }

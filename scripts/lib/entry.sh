@@ -4,8 +4,8 @@
 # What a make entry point (scripts/*.sh) sources: it may call every layer,
 # so it has core.sh and both layers' helpers, and here what ties them
 # together for a run: everything a boot needs, built and handed to the VM
-# layer (build_boot, emulator_build), and what the gdb layer is handed of a
-# VM (export_gdb_env).  Sourced, never run.
+# layer (shstk_build_boot, shstk_emulator_build), and what the gdb layer is
+# handed of a VM (shstk_export_gdb_env).  Sourced, never run.
 
 # shellcheck source=scripts/lib/core.sh
 . "${BASH_SOURCE[0]%/*}/core.sh"
@@ -18,34 +18,35 @@
 # for scripts/vm/boot.sh, which builds nothing: the kernel (the patched
 # one, or the BASELINE or KCONFIG variant), the guest image (GUEST_IMAGE),
 # the snapshot base that goes with it (SHSTK_SNAPSHOT_BASE) and the
-# emulator's binary (emulator_build).  The guest programs are always built
+# emulator's binary (shstk_emulator_build).  The guest programs are always built
 # against the patched kernel's headers and selftests, so an A/B or
 # debug-kernel run boots the very same programs; when this run's kernel is
 # another one, only those headers are made for it, not a second kernel.
-# --gdb: the boot is one gdb attaches to.  After arch_vars and emu_vars.
-#   build_boot [--gdb] SUITE | --prog FILE
+# --gdb: the boot is one gdb attaches to.  After shstk_arch_vars and
+# shstk_emu_vars.
+#   shstk_build_boot [--gdb] SUITE | --prog FILE
 # shellcheck disable=SC2034  # GUEST_IMAGE is for the scripts that source this file
-build_boot() {
+shstk_build_boot() {
 	local purpose=run
 	[ "$1" != --gdb ] || { purpose=gdb; shift; }
 	if [ -n "$SHSTK_BASELINE${SHSTK_KCONFIG_VARIANT:-}" ]; then
 		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --headers
 	fi
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH"
-	GUEST_IMAGE=$(build_guest "$@")
+	GUEST_IMAGE=$(shstk_build_guest "$@")
 	SHSTK_SNAPSHOT_BASE=
-	! snapshot_wanted || SHSTK_SNAPSHOT_BASE=$(guest_snapshot_base "$GUEST_IMAGE")
+	! shstk_snapshot_wanted || SHSTK_SNAPSHOT_BASE=$(shstk_guest_snapshot_base "$GUEST_IMAGE")
 	export SHSTK_SNAPSHOT_BASE
-	emulator_build "$purpose"
+	shstk_emulator_build "$purpose"
 }
 
 # VAR=(the command that builds the project's build of $EMU for $ARCH, the
 # one its backend declares in EMU_SOURCE_BUILD), empty for an emulator the
 # toolbox provides.  PURPOSE: "all" (every binary its runs may use: what
 # make test builds ahead), "run" or "gdb" (the one a run gdb attaches to
-# uses).  After emu_vars.
-#   emulator_build_command VAR [all|run|gdb]
-emulator_build_command() {
+# uses).  After shstk_emu_vars.
+#   shstk_emulator_build_command VAR [all|run|gdb]
+shstk_emulator_build_command() {
 	local -n _shstk_cmd=$1
 	local purpose=${2:-all}
 	_shstk_cmd=()
@@ -56,10 +57,10 @@ emulator_build_command() {
 		case "$purpose" in
 		all | run) _shstk_cmd=("$SHSTK_TOP/scripts/build/bochs.sh" "$purpose") ;;
 		gdb) _shstk_cmd=("$SHSTK_TOP/scripts/build/bochs.sh" gdbstub) ;;
-		*) die "emulator_build_command: no purpose '$purpose' (all, run or gdb)" ;;
+		*) shstk_die "shstk_emulator_build_command: no purpose '$purpose' (all, run or gdb)" ;;
 		esac
 		;;
-	*) die "$EMU's backend declares EMU_SOURCE_BUILD=$EMU_SOURCE_BUILD, which scripts/build has no build of" ;;
+	*) shstk_die "$EMU's backend declares EMU_SOURCE_BUILD=$EMU_SOURCE_BUILD, which scripts/build has no build of" ;;
 	esac
 }
 
@@ -68,14 +69,14 @@ emulator_build_command() {
 # path, empty for the toolbox's own), SHSTK_EMU_DESCRIPTION (what it is,
 # for vm.json) and SHSTK_EMU_PURPOSE, exported.  A paused boot waits for its
 # gdbstub for a minute only, and a timed replay must not time a build.
-#   emulator_build [run|gdb]
-emulator_build() {
+#   shstk_emulator_build [run|gdb]
+shstk_emulator_build() {
 	local cmd built
 	SHSTK_EMU_PURPOSE=${1:-run}
-	emulator_build_command cmd "$SHSTK_EMU_PURPOSE"
+	shstk_emulator_build_command cmd "$SHSTK_EMU_PURPOSE"
 	SHSTK_EMU_BIN='' SHSTK_EMU_DESCRIPTION=''
 	if [ "${#cmd[@]}" -gt 0 ]; then
-		built=$("${cmd[@]}") || die "building $EMU for $ARCH failed (${cmd[*]#"$SHSTK_TOP"/})"
+		built=$("${cmd[@]}") || shstk_die "building $EMU for $ARCH failed (${cmd[*]#"$SHSTK_TOP"/})"
 		SHSTK_EMU_BIN=${built%%$'\n'*}
 		SHSTK_EMU_DESCRIPTION=${built#*$'\n'}
 	fi
@@ -85,9 +86,9 @@ emulator_build() {
 # What the gdb layer reads of the VM it attaches to (its session module):
 # the kernel, its gdb scripts, the guest program, the gdbstub's port and the
 # QMP socket, if any.  The emulator's gdb capabilities go along (after
-# emu_vars), so the gdb scripts ask them and never the emulator's name.
-#   export_gdb_env PROG
-export_gdb_env() {
+# shstk_emu_vars), so the gdb scripts ask them and never the emulator's name.
+#   shstk_export_gdb_env PROG
+shstk_export_gdb_env() {
 	export SHSTK_VMLINUX=$KBUILD_DIR/vmlinux SHSTK_GDB_SCRIPTS=$KBUILD_DIR/vmlinux-gdb.py
 	export SHSTK_PROG=$1 SHSTK_PORT=$GDB_PORT SHSTK_ARCH=$ARCH SHSTK_EMU=$EMU
 	export SHSTK_EMU_BREAKPOINTS=$EMU_BREAKPOINTS SHSTK_EMU_SSP_REGISTER=$EMU_SSP_REGISTER

@@ -41,10 +41,10 @@ stamp=$SHSTK_TOOLBOX_STAMP
 # list below is made of); a stamp found current is touched.
 
 BACKPORTS=(qemu-system-data qemu-utils gdb-multiarch libelf-dev)
-for a in $(arch_names --all); do
-	read -ra more <<<"$(arch_fact "$a" packages)"
+for a in $(shstk_arch_names --all); do
+	read -ra more <<<"$(shstk_arch_fact "$a" packages)"
 	PKGS+=("${more[@]}")
-	BACKPORTS+=("$(arch_fact "$a" qemu_package)")
+	BACKPORTS+=("$(shstk_arch_fact "$a" qemu_package)")
 done
 
 want=$(printf '%s\n' "${PKGS[@]}" -- "${BACKPORTS[@]}" | sha256sum | cut -c1-16)
@@ -57,18 +57,18 @@ fi
 # cache several may at once (make test's steps, two arches side by side).
 # The others wait for the lock, then find the toolbox made.
 mkdir -p "$TB"
-lock_or_wait "$TB/lock" "another toolbox.sh to finish making the toolbox"
+shstk_lock_or_wait "$TB/lock" "another toolbox.sh to finish making the toolbox"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 	exit 0
 fi
 
-[ "$(id -u)" -eq 0 ] || die "the toolbox is made with debootstrap and chroot: run as root"
+[ "$(id -u)" -eq 0 ] || shstk_die "the toolbox is made with debootstrap and chroot: run as root"
 if ! command -v debootstrap >/dev/null; then
-	msg "installing debootstrap on the host (apt-get)"
+	shstk_msg "installing debootstrap on the host (apt-get)"
 	# A fresh machine's package lists may be missing or stale.
 	apt-get install -y -q debootstrap >/dev/null 2>&1 ||
 		{ apt-get update -q >/dev/null && apt-get install -y -q debootstrap >/dev/null; } ||
-		die "apt-get install debootstrap failed"
+		shstk_die "apt-get install debootstrap failed"
 fi
 
 # The mirror apt-local uses, read off the address it would download from;
@@ -79,11 +79,11 @@ mirror_of_apt_local() {
 }
 mirror=${SHSTK_MIRROR:-$(mirror_of_apt_local)}
 if [ -z "$mirror" ]; then
-	msg "fetching the package lists (apt-local update)"
-	"$SHSTK_TOP/scripts/tools/apt-local" -qq update || die "apt-local update failed"
+	shstk_msg "fetching the package lists (apt-local update)"
+	"$SHSTK_TOP/scripts/tools/apt-local" -qq update || shstk_die "apt-local update failed"
 	mirror=$(mirror_of_apt_local)
 fi
-[ -n "$mirror" ] || die "could not find the Debian mirror (set SHSTK_MIRROR)"
+[ -n "$mirror" ] || shstk_die "could not find the Debian mirror (set SHSTK_MIRROR)"
 
 build_root() {
 	local new=$TB/root.new
@@ -94,7 +94,7 @@ build_root() {
 	else
 		rm -rf "$new"
 		debootstrap --variant=minbase trixie "$new" "$mirror" >"$TB/debootstrap.log" 2>&1 ||
-			die "debootstrap failed; see $TB/debootstrap.log"
+			shstk_die "debootstrap failed; see $TB/debootstrap.log"
 	fi
 	# forky, pinned below everything else, only for what an arch's
 	# packages name as PKG/forky (riscv64's gcc 15, see config/arches.ini)
@@ -114,20 +114,20 @@ PIN
 	cp /etc/resolv.conf "$new/etc/resolv.conf"
 	in_root() { "$SHSTK_TOP/scripts/tools/tb" --root "$new" --raw "$@"; }
 	local deb
-	for deb in $(deb_arches); do
+	for deb in $(shstk_deb_arches); do
 		[ "$deb" = amd64 ] || in_root dpkg --add-architecture "$deb"
 	done
-	in_root apt-get -q update >>"$TB/debootstrap.log" 2>&1 || die "apt-get update in the toolbox failed"
+	in_root apt-get -q update >>"$TB/debootstrap.log" 2>&1 || shstk_die "apt-get update in the toolbox failed"
 	DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q --no-install-recommends \
 		"${PKGS[@]}" >>"$TB/debootstrap.log" 2>&1 ||
-		die "installing the toolbox packages failed; see $TB/debootstrap.log"
+		shstk_die "installing the toolbox packages failed; see $TB/debootstrap.log"
 	DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q --no-install-recommends \
 		-t trixie-backports "${BACKPORTS[@]}" >>"$TB/debootstrap.log" 2>&1 ||
-		die "installing the toolbox backports failed; see $TB/debootstrap.log"
+		shstk_die "installing the toolbox backports failed; see $TB/debootstrap.log"
 	# What came from forky, for the record.
 	in_root apt list --installed 2>/dev/null | grep -E '/(forky|testing)' >"$TB/from-forky.txt" || true
 	[ ! -s "$TB/from-forky.txt" ] ||
-		msg "from forky: $(cut -d/ -f1 "$TB/from-forky.txt" | paste -sd' ') (see $TB/from-forky.txt)"
+		shstk_msg "from forky: $(cut -d/ -f1 "$TB/from-forky.txt" | paste -sd' ') (see $TB/from-forky.txt)"
 	in_root apt-get clean
 	echo "$want" >"$new/.shstk-toolbox"
 	if [ "$new" != "$ROOT" ]; then
@@ -136,5 +136,5 @@ PIN
 	fi
 }
 
-step "making the trixie toolbox in $ROOT (about 1-2 minutes)" build_root
+shstk_step "making the trixie toolbox in $ROOT (about 1-2 minutes)" build_root
 "$SHSTK_TOP/scripts/tools/tb" --versions >&2

@@ -10,7 +10,7 @@
 # Exit status: the emulator's, or 124 on timeout.  Nothing is judged here:
 # checks/ reads these files.  With GDB_PORT set the emulator waits for gdb.
 # Nothing is built here either: what the boot needs comes from the caller
-# (scripts/lib/entry.sh build_boot), in the environment:
+# (scripts/lib/entry.sh shstk_build_boot), in the environment:
 #   SHSTK_EMU_BIN, SHSTK_EMU_DESCRIPTION  the project's build of the
 #       emulator and what it is, where the backend declares one
 #       (EMU_SOURCE_BUILD); SHSTK_EMU_PURPOSE: run, or gdb for a build a
@@ -23,15 +23,15 @@ set -euo pipefail
 # shellcheck source=../lib/vm.sh
 . "$SHSTK_TOP/scripts/lib/vm.sh"
 
-arch_vars "${1:-}"
-emu_vars "${2:-}"
+shstk_arch_vars "${1:-}"
+shstk_emu_vars "${2:-}"
 KERNEL=${3:?kernel image}
 INITRD=${4:?initramfs}
 OUT=${5:?output directory}
 TIMEOUT=${6:?timeout in seconds}
 APPEND=${7:-}
-[ -f "$KERNEL" ] || die "no kernel image $KERNEL (make kernel ARCH=$ARCH)"
-[ -f "$INITRD" ] || die "no guest image $INITRD"
+[ -f "$KERNEL" ] || shstk_die "no kernel image $KERNEL (make kernel ARCH=$ARCH)"
+[ -f "$INITRD" ] || shstk_die "no guest image $INITRD"
 
 # The kernel command line, for every emulator: the arch's console, a panic
 # or oops ends the VM at once (the host finds it in console.log), the
@@ -72,15 +72,15 @@ cleanup() {
 	# itself and the emulator, so a wrapper killed on the way cannot
 	# leave the emulator running, and nothing of another run is touched.
 	[ -n "$emu_pid" ] && [ -z "$emu_exit_seen" ] || return 0
-	stop_group ${emu_reaped:+--reaped} "$emu_pid"
+	shstk_stop_group ${emu_reaped:+--reaped} "$emu_pid"
 }
 # Before the boot medium is made: making it may boot a VM (a Bochs
 # snapshot), which a TERM must stop too.
 trap cleanup EXIT
 # INT reaches this script only when a user runs it in the foreground: as a
 # background child of another script it starts with SIGINT ignored, and its
-# parent passes a Ctrl-C on as TERM (scripts/lib/core.sh, start_child).
-exit_on_signals
+# parent passes a Ctrl-C on as TERM (scripts/lib/core.sh, shstk_start_child).
+shstk_exit_on_signals
 
 # An emulator may need its boot medium made first (Bochs: an ISO).  Not
 # in a condition, which would switch set -e off inside it.
@@ -107,11 +107,11 @@ follow() {
 		case "$line" in
 		"SHSTK-LAB BEGIN "*)
 			[ -f "$OUT/first-output" ] || echo "$EPOCHREALTIME" >"$OUT/first-output"
-			msg "guest: running ${line#SHSTK-LAB BEGIN }" 2>&"$msg_fd"
+			shstk_msg "guest: running ${line#SHSTK-LAB BEGIN }" 2>&"$msg_fd"
 			;;
-		"SHSTK-LAB END "*) msg "guest: ${line#SHSTK-LAB END }" 2>&"$msg_fd" ;;
+		"SHSTK-LAB END "*) shstk_msg "guest: ${line#SHSTK-LAB END }" 2>&"$msg_fd" ;;
 		# A long program's own progress lines (make fuzz).
-		"# progress: "*) msg "guest: ${line#\# }" 2>&"$msg_fd" ;;
+		"# progress: "*) shstk_msg "guest: ${line#\# }" 2>&"$msg_fd" ;;
 		esac
 	done
 }
@@ -136,7 +136,7 @@ emu_reaped=1
 # about it (program, address, library) goes to the end of emulator.log,
 # which checks/report.py shows with the failure.
 if [ "$rc" -gt 128 ] && [ -n "$klog_lines" ]; then
-	msg "the emulator died of signal $((rc - 128)); the host kernel's new lines about it:"
+	shstk_msg "the emulator died of signal $((rc - 128)); the host kernel's new lines about it:"
 	dmesg 2>/dev/null | tail -n "+$((klog_lines + 1))" | grep -aiE 'segfault|general protection|trap|killed' |
 		tail -n 5 | tee -a "$OUT/emulator.log" >&2 || true
 fi
@@ -162,9 +162,9 @@ if [ -f "$KBUILD_DIR/.shstk-series-info" ]; then
 fi
 [ "$edits" != unknown ] || edits=null
 json_str() { sed 's/\\/\\\\/g; s/"/\\"/g' <<<"$1"; }
-printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "cmdline": "%s", "snapshot": %s, "series": "%s", "series_hash": "%s", "local_edits": %s}\n' \
+printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "cmdline": "%s", "snapshot": %s, "series": "%s", "shstk_series_hash": "%s", "local_edits": %s}\n' \
 	"$ARCH" "$EMU" "${EMU_DESCRIPTION:-}" "$rc" "$EMU_POWEROFF_EXIT" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
 	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" "$EMU_SMP" "${EMU_XSTATE_FORMAT:-}" \
 	"$(json_str "$KERNEL_CMDLINE")" "$snapshot" "$(json_str "$series")" "$(json_str "$series_hash")" "$edits" >"$OUT/vm.json"
-[ "$rc" -ne 124 ] || msg "emulator timed out after $TIMEOUT s; console log: $OUT/console.log"
+[ "$rc" -ne 124 ] || shstk_msg "emulator timed out after $TIMEOUT s; console log: $OUT/console.log"
 exit "$rc"

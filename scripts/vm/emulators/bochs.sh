@@ -52,7 +52,7 @@
 
 # shellcheck disable=SC2034  # read by scripts/lib, vm/boot.sh and the gdb scripts
 emu_declare() {
-	[ "$ARCH" = x86_64 ] || die "EMU=bochs emulates x86_64 only (ARCH=$ARCH)"
+	[ "$ARCH" = x86_64 ] || shstk_die "EMU=bochs emulates x86_64 only (ARCH=$ARCH)"
 	EMU_SMP=1
 	EMU_HOST_THREADS=1
 	EMU_BREAKPOINTS=software-by-address
@@ -88,7 +88,7 @@ bochs_iso() {
 	local dir=$1 iso=$1/iso
 	rm -rf "$iso"
 	mkdir -p "$iso/isolinux"
-	tb cp /usr/lib/ISOLINUX/isolinux.bin /usr/lib/syslinux/modules/bios/ldlinux.c32 "$iso/isolinux/"
+	shstk_tb cp /usr/lib/ISOLINUX/isolinux.bin /usr/lib/syslinux/modules/bios/ldlinux.c32 "$iso/isolinux/"
 	cp "$KERNEL" "$iso/bzImage"
 	cp "$3" "$iso/initrd.gz"
 	cat >"$iso/isolinux/isolinux.cfg" <<CFG
@@ -100,9 +100,9 @@ LABEL linux
   KERNEL /bzImage
   APPEND initrd=/initrd.gz $2
 CFG
-	tb xorriso -as mkisofs -quiet -o "$dir/boot.iso" -b isolinux/isolinux.bin -c isolinux/boot.cat \
+	shstk_tb xorriso -as mkisofs -quiet -o "$dir/boot.iso" -b isolinux/isolinux.bin -c isolinux/boot.cat \
 		-no-emul-boot -boot-load-size 4 -boot-info-table "$iso" >"$dir/xorriso.log" 2>&1 ||
-		die "making $dir/boot.iso failed; see $dir/xorriso.log"
+		shstk_die "making $dir/boot.iso failed; see $dir/xorriso.log"
 	rm -rf "$iso"
 }
 
@@ -136,9 +136,9 @@ bochs_payload() {
 	local bytes head
 	bytes=$(stat -c %s "$3")
 	head=$(printf 'shstk-payload %d\n%s\n' "$bytes" "$2")
-	[ "${#head}" -lt 4096 ] || die "the kernel command line is too long for the Bochs payload header"
+	[ "${#head}" -lt 4096 ] || shstk_die "the kernel command line is too long for the Bochs payload header"
 	[ $((4096 + bytes)) -le "$BOCHS_PAYLOAD_BYTES" ] ||
-		die "the guest image $3 ($bytes bytes) does not fit the Bochs payload disk ($BOCHS_PAYLOAD_BYTES bytes)"
+		shstk_die "the guest image $3 ($bytes bytes) does not fit the Bochs payload disk ($BOCHS_PAYLOAD_BYTES bytes)"
 	printf '%s\n' "$head" >"$1"
 	truncate -s 4096 "$1"
 	cat "$3" >>"$1"
@@ -163,7 +163,7 @@ bochs_snapshot_rc() {
 	echo "ata1-master: type=disk, mode=volatile, path=$1/run/payload.img, journal=$1/run/payload.redolog, heads=16, spt=63"
 }
 
-# bochs_snapshot_save TMP DIR CMDLINE BASE (snapshot_make's SAVE): boot
+# bochs_snapshot_save TMP DIR CMDLINE BASE (shstk_snapshot_make's SAVE): boot
 # BASE cold with CMDLINE, saved at init's snapshot point into TMP/snap;
 # its configuration names DIR, where it is moved.
 bochs_snapshot_save() {
@@ -175,13 +175,14 @@ bochs_snapshot_save() {
 	bochs_snapshot_rc "$tmp" >"$tmp/bochsrc"
 	# Bochs exits 1 after a save, as on a power-off or a panic: the
 	# log line and the saved configuration tell a save.
-	# A child that a TERM to vm/boot.sh stops (scripts/lib/core.sh start_child); in the
-	# foreground it would hold the TERM back until it ended.
-	run_child "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "$BOCHS_BIN" -q -f "$tmp/bochsrc" \
+	# A child that a TERM to vm/boot.sh stops (scripts/lib/core.sh
+	# shstk_start_child); in the foreground it would hold the TERM back
+	# until it ended.
+	shstk_run_child "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "$BOCHS_BIN" -q -f "$tmp/bochsrc" \
 		-save "$tmp/snap" </dev/null >"$tmp/run/emulator.log" 2>&1 || true
 	if ! grep -qs "saving the Bochs state to" "$tmp/run/bochs.log" "$tmp/run/emulator.log" ||
 		[ ! -f "$tmp/snap/config" ]; then
-		die "making the Bochs snapshot failed: see $tmp/run/console.log and $tmp/run/bochs.log" \
+		shstk_die "making the Bochs snapshot failed: see $tmp/run/console.log and $tmp/run/bochs.log" \
 			"(SHSTK_SNAPSHOT=0 boots cold)"
 	fi
 	# Its paths name where it was made.
@@ -196,18 +197,18 @@ bochs_snapshot_save() {
 # payload disk.
 bochs_restore() {
 	local kwords dev base key dir run f cpio
-	snapshot_words "$KERNEL_CMDLINE"
+	shstk_snapshot_words "$KERNEL_CMDLINE"
 	# libata names the disks in the order of the ports: the root
 	# filesystem's ata0-slave first.
 	dev=/dev/sda
 	[ -z "$BOCHS_ROOTFS_DISK" ] || dev=/dev/sdb
 	kwords="$SNAPSHOT_KWORDS shstk.snapshot=$dev"
-	snapshot_base base
+	shstk_snapshot_base base
 	key=$({
 		echo "$EMU_DESCRIPTION"
 		echo "$kwords"
-		file_sha256 "$KERNEL"
-		file_sha256 "$base"
+		shstk_file_sha256 "$KERNEL"
+		shstk_file_sha256 "$base"
 		bochs_snapshot_rc @SNAPSHOT@
 		[ -z "$BOCHS_ROOTFS_DISK" ] || stat -c '%s %Y' "$BOCHS_ROOTFS_DISK"
 		echo "$BOCHS_PAYLOAD_BYTES $BOCHS_PAYLOAD_MTIME"
@@ -215,8 +216,8 @@ bochs_restore() {
 	dir=$SHSTK_CACHE/bochs-snapshots/$key
 	[ -d "${dir%/*}" ] || mkdir -p "${dir%/*}"
 	# Each is 1 GiB of sparse RAM (some 80 MB on disk).
-	snapshot_make "$dir" Bochs snap/config run/console.log bochs_snapshot_save "$kwords" "$base"
-	touch "$dir"	# in use: see snapshot_prune
+	shstk_snapshot_make "$dir" Bochs snap/config run/console.log bochs_snapshot_save "$kwords" "$base"
+	touch "$dir"	# in use: see shstk_snapshot_prune
 	# The run's own directory to restore from: the saved state shared,
 	# read only, and a configuration whose files are this run's.
 	run=$OUT/bochs-restore
@@ -226,7 +227,7 @@ bochs_restore() {
 		[ "${f##*/}" = config ] || ln -s "$f" "$run/"
 	done
 	sed "s#$dir/run/#$OUT/#g" "$dir/snap/config" >"$run/config"
-	cpio=$(snapshot_payload_cpio "$dir" "$base" "$INITRD") || die "making the snapshot payload of $INITRD failed"
+	cpio=$(shstk_snapshot_payload_cpio "$dir" "$base" "$INITRD") || shstk_die "making the snapshot payload of $INITRD failed"
 	bochs_payload "$OUT/payload.img" "$SNAPSHOT_IWORDS" "$cpio"
 	BOCHS_ARGS=(-q -r "$run")
 	EMU_SNAPSHOT=$key
@@ -237,8 +238,8 @@ emu_prepare() {
 	[ -z "${GDB_PORT:-}" ] || purpose=gdb
 	# The gdbstub build for a run gdb attaches to, the faster one else.
 	if [ -z "${SHSTK_EMU_BIN:-}" ] || [ "${SHSTK_EMU_PURPOSE:-}" != "$purpose" ]; then
-		die "no Bochs binary for a $purpose run given (SHSTK_EMU_BIN, SHSTK_EMU_PURPOSE=${SHSTK_EMU_PURPOSE:-}):" \
-			"the script that starts a boot builds it (build_boot${GDB_PORT:+ --gdb})"
+		shstk_die "no Bochs binary for a $purpose run given (SHSTK_EMU_BIN, SHSTK_EMU_PURPOSE=${SHSTK_EMU_PURPOSE:-}):" \
+			"the script that starts a boot builds it (shstk_build_boot${GDB_PORT:+ --gdb})"
 	fi
 	BOCHS_BIN=$SHSTK_EMU_BIN
 	EMU_DESCRIPTION="patched $SHSTK_EMU_DESCRIPTION"
@@ -246,7 +247,7 @@ emu_prepare() {
 	EMU_SNAPSHOT=
 	# gdb: the gdbstub runs the CPU loop, where no save happens; and
 	# a paused boot is watched from its first instruction.
-	if [ -n "${GDB_PORT:-}" ] || ! snapshot_wanted || [ "${SHSTK_BOCHS_SNAPSHOT:-1}" = 0 ]; then
+	if [ -n "${GDB_PORT:-}" ] || ! shstk_snapshot_wanted || [ "${SHSTK_BOCHS_SNAPSHOT:-1}" = 0 ]; then
 		bochs_cold
 	else
 		bochs_restore

@@ -3,8 +3,8 @@
 #
 # The QEMU backend: what QEMU can do, and its command line, per
 # architecture; the one place that decides them.  The interface every
-# backend in this directory implements (scripts/lib/vm.sh emu_vars sources
-# it after arch_vars, vm/boot.sh calls the rest):
+# backend in this directory implements (scripts/lib/vm.sh shstk_emu_vars sources
+# it after shstk_arch_vars, vm/boot.sh calls the rest):
 #
 #   emu_declare    sets, for $ARCH (dies on an arch it does not emulate):
 #     EMU_SMP             guest CPUs
@@ -27,8 +27,8 @@
 #     EMU_NO_REVERSE_WHY  why gdb cannot run such a replay backwards here
 #                         ("" when it can)
 #     EMU_QMP             "yes" if a paused VM (GDB_PORT) also listens for
-#                         QMP on $(qmp_socket OUT) and can dump the guest's
-#                         memory as a core drgn opens
+#                         QMP on $(shstk_qmp_socket OUT) and can dump the
+#                         guest's memory as a core drgn opens
 #     EMU_RESULTS_DEV     the guest's device for the results channel
 #     EMU_ROOTFS_DEV      the guest's device of the bpftrace root filesystem's
 #                         disk (guest/init.sh shstk.rootfs=)
@@ -38,7 +38,7 @@
 #                         and for the same VAR the later one wins
 #     EMU_SOURCE_BUILD    the project's build this run's binary comes from
 #                         ("qemu", "bochs": scripts/lib/entry.sh
-#                         emulator_build makes it and passes the binary in
+#                         shstk_emulator_build makes it and passes the binary in
 #                         SHSTK_EMU_BIN), "" for the toolbox's emulator
 #   emu_prepare    (optional) makes the boot medium, once OUT is set
 #   emu_command    fills EMU_CMD (the command line) from KERNEL, INITRD,
@@ -52,7 +52,7 @@
 #                  restored from ("" or unset for a cold boot; vm.json)
 #
 # What a boot needs comes from the script that starts it (entry.sh
-# build_boot), never from a build here: SHSTK_EMU_BIN and
+# shstk_build_boot), never from a build here: SHSTK_EMU_BIN and
 # SHSTK_EMU_DESCRIPTION, the project's binary; SHSTK_SNAPSHOT_BASE, the
 # guest image a post-boot snapshot boots.
 #
@@ -103,8 +103,8 @@
 #    run's guest image has that the snapshot's has not.  The console
 #    appends, after the snapshot's boot, so a run's console.log still
 #    shows the whole boot.  A gdb run is restored paused (-S), and
-#    start_paused_vm (scripts/lib/vm.sh) lets gdb in once QEMU has loaded the
-#    snapshot.  SHSTK_SNAPSHOT=0 boots cold.
+#    shstk_start_paused_vm (scripts/lib/vm.sh) lets gdb in once QEMU has
+#    loaded the snapshot.  SHSTK_SNAPSHOT=0 boots cold.
 #  - record/replay (SHSTK_RR_MODE): QEMU records every nondeterministic
 #    input into SHSTK_RR_DIR/replay.bin under -icount, and its replay is
 #    the same run again, instruction for instruction, that gdb can run
@@ -125,7 +125,7 @@ emu_declare() {
 	case "${SHSTK_RR_MODE:-}" in
 	"") ;;
 	record | replay) EMU_SMP=1 ;;
-	*) die "SHSTK_RR_MODE must be record or replay (is '$SHSTK_RR_MODE')" ;;
+	*) shstk_die "SHSTK_RR_MODE must be record or replay (is '$SHSTK_RR_MODE')" ;;
 	esac
 	EMU_HOST_THREADS=2
 	EMU_BREAKPOINTS=hardware
@@ -133,7 +133,7 @@ emu_declare() {
 	EMU_RECORD_REPLAY=yes
 	EMU_NO_REVERSE_WHY=
 	if [ "$QEMU_VARIANT" = patched ]; then
-		arch_set EMU_NO_REVERSE_WHY qemu_patched_reverse
+		shstk_arch_set EMU_NO_REVERSE_WHY qemu_patched_reverse
 		[ "$EMU_NO_REVERSE_WHY" != yes ] || EMU_NO_REVERSE_WHY=
 	fi
 	EMU_SOURCE_BUILD=
@@ -148,10 +148,10 @@ emu_declare() {
 	EMU_CMDLINE=
 	# What the arch's shadow stacks need of QEMU, from config/arches.ini:
 	# the variant that lacks them says why, and then shows no register.
-	arch_set EMU_SSP_REGISTER ssp_register
-	arch_set EMU_NO_SHSTK_WHY "qemu_${QEMU_VARIANT}_no_shstk_why"
+	shstk_arch_set EMU_SSP_REGISTER ssp_register
+	shstk_arch_set EMU_NO_SHSTK_WHY "qemu_${QEMU_VARIANT}_no_shstk_why"
 	[ -z "$EMU_NO_SHSTK_WHY" ] || EMU_SSP_REGISTER=
-	arch_set EMU_XSTATE_FORMAT "qemu_${QEMU_VARIANT}_xstate_format"
+	shstk_arch_set EMU_XSTATE_FORMAT "qemu_${QEMU_VARIANT}_xstate_format"
 }
 
 # The image QEMU boots: config/arches.ini's qemu_kernel_image, beside the
@@ -161,19 +161,19 @@ emu_declare() {
 # kernel boots its boot image: PVH enters instrumented code before KASAN's
 # shadow exists, and the first check of it faults (then a triple fault).
 #   qemu_kernel VAR
-# shellcheck disable=SC2153  # KIMAGE and QEMU_KIMAGE: set by arch_vars
+# shellcheck disable=SC2153  # KIMAGE and QEMU_KIMAGE: set by shstk_arch_vars
 qemu_kernel() {
 	local kimage=$KERNEL dir
 	if [ "$QEMU_KIMAGE" != "$KIMAGE" ]; then
 		dir=${KERNEL%"/$KIMAGE"}
 		[ "$dir" != "$KERNEL" ] ||
-			die "kernel image $KERNEL is not a build directory's $KIMAGE"
+			shstk_die "kernel image $KERNEL is not a build directory's $KIMAGE"
 		[ -f "$dir/.config" ] ||
-			die "no $dir/.config: cannot tell whether that kernel has KASAN, which decides the image QEMU boots"
+			shstk_die "no $dir/.config: cannot tell whether that kernel has KASAN, which decides the image QEMU boots"
 		grep -q '^CONFIG_KASAN=y' "$dir/.config" ||
 			kimage=$dir/$QEMU_KIMAGE
 	fi
-	[ -f "$kimage" ] || die "no $kimage (make kernel ARCH=$ARCH)"
+	[ -f "$kimage" ] || shstk_die "no $kimage (make kernel ARCH=$ARCH)"
 	printf -v "$1" '%s' "$kimage"
 }
 
@@ -182,12 +182,12 @@ emu_command() {
 	qemu_kernel image
 	if [ -n "${SHSTK_RR_MODE:-}" ]; then
 		# The recording and its replays boot the same command line.
-		arch_fact_to replay_append "$ARCH" qemu_replay_append
+		shstk_arch_fact_to replay_append "$ARCH" qemu_replay_append
 		KERNEL_CMDLINE+=${replay_append:+ $replay_append}
 	fi
 	qemu_select
 	EMU_SNAPSHOT=
-	if [ -z "${SHSTK_RR_MODE:-}" ] && snapshot_wanted; then
+	if [ -z "${SHSTK_RR_MODE:-}" ] && shstk_snapshot_wanted; then
 		qemu_restore "$image"
 		return 0
 	fi
@@ -214,8 +214,8 @@ emu_command() {
 # CMDLINE, with nothing attached yet.
 qemu_base() {
 	local machine cpu
-	arch_set machine qemu_machine
-	arch_set cpu qemu_cpu
+	shstk_arch_set machine qemu_machine
+	shstk_arch_set cpu qemu_cpu
 	EMU_CMD=("${QEMU_BIN[@]}" -M "$machine" -cpu "$cpu" -smp "$EMU_SMP" -m 1G
 		-kernel "$1" -initrd "$2" -append "$3"
 		-nodefaults -display none -monitor none -no-reboot)
@@ -225,11 +225,11 @@ qemu_base() {
 # machine, "device" on virtio-mmio (config/arches.ini virtio).
 qemu_virtio() {
 	local transport
-	arch_set transport virtio
+	shstk_arch_set transport virtio
 	case "$transport" in
 	pci) printf -v "$1" pci ;;
 	mmio) printf -v "$1" device ;;
-	*) die "config/arches.ini: virtio for $ARCH must be pci or mmio" ;;
+	*) shstk_die "config/arches.ini: virtio for $ARCH must be pci or mmio" ;;
 	esac
 }
 
@@ -274,7 +274,7 @@ qemu_payload_port() {
 }
 
 # qemu_rootfs: the bpftrace root filesystem's disk image (SHSTK_ROOTFS,
-# scripts/lib/build.sh rootfs_disk), if this run has one, read-only: runs
+# scripts/lib/build.sh shstk_rootfs_disk), if this run has one, read-only: runs
 # side by side share it.
 qemu_rootfs() {
 	local virtio
@@ -301,7 +301,7 @@ qemu_record_replay() {
 	# shellcheck disable=SC2054  # commas inside QEMU option values
 	EMU_CMD+=(-icount "shift=auto,rr=$SHSTK_RR_MODE,rrfile=$SHSTK_RR_DIR/replay.bin,rrsnapshot=init"
 		-rtc clock=vm -drive "file=$(rr_snapshots),if=none,id=rr-snapshots,format=qcow2")
-	arch_fact_to options "$ARCH" qemu_replay_options
+	shstk_arch_fact_to options "$ARCH" qemu_replay_options
 	read -ra options <<<"$options"
 	EMU_CMD+=("${options[@]}")
 }
@@ -314,7 +314,7 @@ qemu_gdb() {
 	[ -n "${GDB_PORT:-}" ] || return 0
 	EMU_CMD+=(-gdb "tcp:127.0.0.1:$GDB_PORT" -S)
 	# shellcheck disable=SC2054  # commas inside QEMU option values
-	[ -n "${SHSTK_RR_MODE:-}" ] || EMU_CMD+=(-qmp "unix:$(qmp_socket "$OUT"),server=on,wait=off")
+	[ -n "${SHSTK_RR_MODE:-}" ] || EMU_CMD+=(-qmp "unix:$(shstk_qmp_socket "$OUT"),server=on,wait=off")
 }
 
 # qemu_snapshot_machine IMAGE BASE KWORDS DIR [PAYLOAD]: the machine of a
@@ -337,17 +337,17 @@ qemu_snapshot_machine() {
 # root filesystem's disk, gdb's vmcoreinfo).
 qemu_snapshot_key() {
 	local key machine cpu transport
-	arch_set machine qemu_machine
-	arch_set cpu qemu_cpu
-	arch_set transport virtio
+	shstk_arch_set machine qemu_machine
+	shstk_arch_set cpu qemu_cpu
+	shstk_arch_set transport virtio
 	key=$({
 		declare -f qemu_base qemu_virtio qemu_channels qemu_payload_port qemu_rootfs \
 			qemu_gdb_devices qemu_snapshot_machine
 		echo "$EMU_DESCRIPTION"
 		cat "$SHSTK_TOOLBOX_STAMP" 2>/dev/null || true
-		[ "$QEMU_VARIANT" != patched ] || file_sha256 "$SHSTK_EMU_BIN"
-		file_sha256 "$1"
-		file_sha256 "$2"
+		[ "$QEMU_VARIANT" != patched ] || shstk_file_sha256 "$SHSTK_EMU_BIN"
+		shstk_file_sha256 "$1"
+		shstk_file_sha256 "$2"
 		echo "$3"
 		echo "$ARCH $machine $cpu $transport smp=$EMU_SMP gdb=${GDB_PORT:+yes}"
 		# The guest reads the disk before the save: the same one after.
@@ -366,16 +366,16 @@ qemu_snapshot_key() {
 # snapshot's has not.
 qemu_restore() {
 	local image=$1 kwords base key dir cpio
-	snapshot_words "$KERNEL_CMDLINE"
+	shstk_snapshot_words "$KERNEL_CMDLINE"
 	kwords="$SNAPSHOT_KWORDS shstk.snapshot=port:shstk.payload"
-	snapshot_base base
+	shstk_snapshot_base base
 	key=$(qemu_snapshot_key "$image" "$base" "$kwords")
 	dir=$SHSTK_CACHE/qemu-snapshots/$key
 	[ -d "${dir%/*}" ] || mkdir -p "${dir%/*}"
 	# Each is the guest's memory once booted, some 50 MB.
-	snapshot_make "$dir" QEMU snapshot console.log qemu_snapshot_save "$image" "$base" "$kwords"
-	touch "$dir"	# in use: see snapshot_prune
-	cpio=$(snapshot_payload_cpio "$dir" "$base" "$INITRD") || die "making the snapshot payload of $INITRD failed"
+	shstk_snapshot_make "$dir" QEMU snapshot console.log qemu_snapshot_save "$image" "$base" "$kwords"
+	touch "$dir"	# in use: see shstk_snapshot_prune
+	cpio=$(shstk_snapshot_payload_cpio "$dir" "$base" "$INITRD") || shstk_die "making the snapshot payload of $INITRD failed"
 	{
 		printf 'shstk-payload %d\n%s\n' "$(stat -c %s "$cpio")" "$SNAPSHOT_IWORDS"
 		cat "$cpio"
@@ -391,7 +391,7 @@ qemu_restore() {
 	EMU_SNAPSHOT=$key
 }
 
-# qemu_snapshot_save TMP DIR IMAGE BASE KWORDS (snapshot_make's SAVE):
+# qemu_snapshot_save TMP DIR IMAGE BASE KWORDS (shstk_snapshot_make's SAVE):
 # boot BASE cold with KWORDS, saved into TMP/snapshot once init is at its
 # snapshot point.
 qemu_snapshot_save() {
@@ -401,12 +401,13 @@ qemu_snapshot_save() {
 	EMU_CMD+=(-qmp "unix:$tmp/qmp.sock,server=on,wait=off")
 	"$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "${EMU_CMD[@]}" </dev/null >"$tmp/emulator.log" 2>&1 &
 	pid=$!
-	py "$SHSTK_TOP/scripts/vm/qmp.py" snapshot "$tmp/qmp.sock" "$tmp/console.log" "$pid" \
+	shstk_py "$SHSTK_TOP/scripts/vm/qmp.py" snapshot "$tmp/qmp.sock" "$tmp/console.log" "$pid" \
 		"$tmp/snapshot" 240 &
 	saver=$!
 	# Both end with this script, whatever stops it: a wait ends at a
 	# trapped TERM, and the trap makes it run the EXIT one, which bash
-	# also runs when an INT ends it (no INT trap: see scripts/lib/core.sh trap_int).
+	# also runs when an INT ends it (no INT trap: see scripts/lib/core.sh
+	# shstk_trap_int).
 	trap 'kill -TERM "$pid" "$saver" 2>/dev/null; rm -rf "$tmp"' EXIT
 	trap 'exit 143' TERM
 	wait "$saver" || rc=$?
@@ -422,7 +423,7 @@ qemu_snapshot_save() {
 			[ "$qemu_rc" -ne 0 ] || [ -s "$tmp/console.log" ] ||
 				why+=" with nothing on the console (a reset before the console came up, as a triple fault early in boot)"
 		fi
-		die "making the QEMU snapshot failed: $why; see $tmp/console.log and $tmp/emulator.log" \
+		shstk_die "making the QEMU snapshot failed: $why; see $tmp/console.log and $tmp/emulator.log" \
 			"(SHSTK_SNAPSHOT=0 boots cold)"
 	fi
 }
@@ -437,10 +438,10 @@ emu_prepare() {
 	mkdir -p "$SHSTK_RR_DIR"
 	if [ "$SHSTK_RR_MODE" = record ]; then
 		rm -f "$SHSTK_RR_DIR/replay.bin" "$(rr_snapshots)"
-		tb qemu-img create -q -f qcow2 "$(rr_snapshots)" 128M
+		shstk_tb qemu-img create -q -f qcow2 "$(rr_snapshots)" 128M
 	else
 		[ -f "$SHSTK_RR_DIR/rr-snapshots.qcow2" ] ||
-			die "no $SHSTK_RR_DIR/rr-snapshots.qcow2: the recording's snapshot disk"
+			shstk_die "no $SHSTK_RR_DIR/rr-snapshots.qcow2: the recording's snapshot disk"
 		cp "$SHSTK_RR_DIR/rr-snapshots.qcow2" "$(rr_snapshots)"
 	fi
 }
@@ -460,13 +461,13 @@ rr_snapshots() {
 # arch without a project build (qemu_from_source); dies on anything else.
 qemu_variant() {
 	local from_source
-	arch_set QEMU_VARIANT qemu_default
+	shstk_arch_set QEMU_VARIANT qemu_default
 	QEMU_VARIANT=${SHSTK_QEMU:-$QEMU_VARIANT}
 	case "$QEMU_VARIANT" in
 	patched | stock) ;;
-	*) die "SHSTK_QEMU (make QEMU=) must be patched or stock (is '$SHSTK_QEMU')" ;;
+	*) shstk_die "SHSTK_QEMU (make QEMU=) must be patched or stock (is '$SHSTK_QEMU')" ;;
 	esac
-	arch_set from_source qemu_from_source
+	shstk_arch_set from_source qemu_from_source
 	[ "$from_source" = yes ] || QEMU_VARIANT=stock
 }
 
@@ -481,7 +482,7 @@ stock_qemu_version() {
 	{ read -r have && read -r v; } 2>/dev/null <"$cache" || true
 	if [ "$have" != "$key" ] || [ -z "$v" ]; then
 		mkdir -p "${cache%/*}"
-		v=$(tb "$prog" --version | sed -n '1s/.*version //p') || v=
+		v=$(shstk_tb "$prog" --version | sed -n '1s/.*version //p') || v=
 		# Not kept when the binary did not answer: asked again next time.
 		[ -n "$v" ] || { echo "unknown version"; return 0; }
 		printf '%s\n%s\n' "$key" "$v" >"$cache.$$"
@@ -495,7 +496,7 @@ stock_qemu_version() {
 # says it.
 qemu_select() {
 	local prog
-	arch_set prog qemu
+	shstk_arch_set prog qemu
 	case "$QEMU_VARIANT" in
 	stock)
 		QEMU_BIN=("$prog")
@@ -503,13 +504,13 @@ qemu_select() {
 		;;
 	patched)
 		[ -n "${SHSTK_EMU_BIN:-}" ] ||
-			die "no patched QEMU binary given (SHSTK_EMU_BIN): the script that starts a boot builds it (build_boot)"
+			shstk_die "no patched QEMU binary given (SHSTK_EMU_BIN): the script that starts a boot builds it (shstk_build_boot)"
 		[ "${SHSTK_EMU_BIN##*/}" = "$prog" ] ||
-			die "SHSTK_EMU_BIN is $SHSTK_EMU_BIN, not the $prog that $ARCH boots"
+			shstk_die "SHSTK_EMU_BIN is $SHSTK_EMU_BIN, not the $prog that $ARCH boots"
 		QEMU_BIN=("$SHSTK_EMU_BIN" -L /usr/share/seabios -L /usr/share/qemu)
 		EMU_DESCRIPTION="patched $SHSTK_EMU_DESCRIPTION"
 		;;
 	esac
-	msg "$ARCH QEMU: $EMU_DESCRIPTION"
+	shstk_msg "$ARCH QEMU: $EMU_DESCRIPTION"
 }
 
