@@ -319,7 +319,8 @@ class OracleStepTest(unittest.TestCase):
                     mock.patch.object(clone3stops.coredump, "read", return_value=got) as read:
                 self.assertTrue(clone3stops.check_oracle(run, case, None))
             kept = os.path.exists(core)
-        self.assertEqual(read.call_args.args[3:], (0x3000, 0x7f0000003ff8, 41))
+        self.assertEqual(read.call_args.args[3:6], (0x3000, 0x7f0000003ff8, 41))
+        self.assertEqual(read.call_args.args[6], archops.ops().direct_maps)
         step = json.loads(run.log.f.getvalue())
         return step, oracle.judge(step), kept
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-"""gdb/shstk/coredump.py's plain Python: the vmcoreinfo note of a dump and
-the kernel's fixed maps drgn is given, without a VM or drgn."""
+"""gdb/shstk/coredump.py's plain Python (the vmcoreinfo note of a dump) and
+the kernel's fixed maps drgn is given (ArchOps.direct_maps()), without a VM
+or drgn."""
 import os
 import tempfile
 import unittest
@@ -9,7 +10,31 @@ from tests import gdbmock
 
 gdbmock.install()
 
-from shstk import coredump  # noqa: E402
+from config import arches  # noqa: E402
+from shstk import archops, coredump  # noqa: E402
+
+
+class Symbol:
+    def __init__(self, address):
+        self.address = address
+
+
+class Program:
+    """What direct_maps() asks of a drgn program: symbols and variables."""
+
+    def __init__(self, symbols=(), variables=()):
+        self.symbols = dict(symbols)
+        self.variables = dict(variables)
+
+    def symbol(self, name):
+        return Symbol(self.symbols[name])
+
+    def __getitem__(self, name):
+        return self.variables[name]
+
+
+def direct_maps(arch, prog, info):
+    return archops.CLASSES[arch](arches.get(arch)).direct_maps(prog, info)
 
 
 class MapsTest(unittest.TestCase):
@@ -18,7 +43,8 @@ class MapsTest(unittest.TestCase):
                 "NUMBER(va_kernel_pa_offset)": "0xfffffffeffe00000",
                 "NUMBER(PAGE_OFFSET)": "0xff60000000000000",
                 "NUMBER(phys_ram_base)": "2147483648", "NUMBER(VA_BITS)": "57"}
-        (kvirt, _, kphys), (lvirt, _, lphys) = coredump.riscv64_direct_maps(info, 0xffffffff81a00000)
+        (kvirt, _, kphys), (lvirt, _, lphys) = direct_maps(
+            "riscv64", Program({"_end": 0xffffffff81a00000}), info)
         self.assertEqual(kvirt - kphys, 0xfffffffeffe00000)
         self.assertEqual((lvirt, lphys), (0xff60000000000000, 0x80000000))
 
@@ -35,6 +61,11 @@ def elf_core_with_note(name, desc):
     return ehdr + phdr + note
 
 
+    def test_x86_64_maps_all_ram_from_page_offset_base(self):
+        maps = direct_maps("x86_64", Program(variables={"page_offset_base": 0xff11000000000000}), {})
+        self.assertEqual(maps, [(0xff11000000000000, 1 << 46, 0)])
+
+
 class VmcoreinfoTest(unittest.TestCase):
     def test_the_note_is_read_and_the_arm64_maps_follow(self):
         desc = (b"OSRELEASE=7.3.4+\nNUMBER(VA_BITS)=52\n"
@@ -44,7 +75,8 @@ class VmcoreinfoTest(unittest.TestCase):
         self.addCleanup(os.unlink, f.name)
         info = coredump.vmcoreinfo(f.name)
         self.assertEqual(info["OSRELEASE"], "7.3.4+")
-        maps = coredump.aarch64_direct_maps(info, 0xffff800080000000, 0xffff800080bc0000)
+        maps = direct_maps("arm64", Program({"_text": 0xffff800080000000,
+                                             "_end": 0xffff800080bc0000}), info)
         # The image: swapper_pg_dir's virtual 0xffff800080995000 is physical
         # 0x40b95000; the linear map starts at PAGE_OFFSET = -(1 << 52).
         (kvirt, ksize, kphys), (lvirt, _, lphys) = maps

@@ -165,6 +165,24 @@ class HelperSignatureTest(unittest.TestCase):
         self.assertEqual(missing, [])
 
 
+class ArchInOnePlaceTest(unittest.TestCase):
+    """No code outside the arch's own places (docs/pipeline.md, "What must
+    change to add an arch?") tests which arch it runs on."""
+
+    TEST = re.compile(r"""(ARCH"?\s*!?=|arch\s*[!=]=|Architecture\.)\s*"?(x86_64|arm64|riscv64|[A-Z])""")
+
+    def test_no_arch_test_outside_the_per_arch_places(self):
+        own = {"gdb/shstk/archops.py", "scripts/vm/emulators/bochs.sh"}
+        found = []
+        for path in tracked("*.py", "*.sh"):
+            if path in own or path.startswith("tests/"):
+                continue
+            with open(os.path.join(TOP, path)) as f:
+                found += [f"{path}:{n}: {line.strip()}" for n, line in enumerate(f, 1)
+                          if self.TEST.search(line) and not line.lstrip().startswith("#")]
+        self.assertEqual(found, [])
+
+
 class PythonLayersTest(unittest.TestCase):
     def imports_of(self, pattern):
         return {p: imported(p) & PROJECT for p in tracked(pattern)}

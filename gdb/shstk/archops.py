@@ -15,7 +15,7 @@ import gdb
 from linux import constants, cpus, utils
 
 from config import arches
-from shstk import decode
+from shstk import coredump, decode
 from shstk.errors import reading
 
 task_type = utils.CachedType("struct task_struct")
@@ -216,6 +216,13 @@ class ArchOps:
     def phys_to_virt(self, pa):
         raise NotImplementedError
 
+    # The kernel's fixed-offset maps, [(virtual start, size, physical
+    # start)], that drgn must be told of to read a dump QEMU wrote with
+    # physical addresses only (coredump.py), from the drgn program @prog and
+    # the dump's vmcoreinfo @info.
+    def direct_maps(self, prog, info):
+        raise NotImplementedError
+
 
 class X86_64Ops(ArchOps):
     SHSTK_MODE = ("thread", "features")     # ARCH_SHSTK_SHSTK
@@ -338,6 +345,14 @@ class X86_64Ops(ArchOps):
     def phys_to_virt(self, pa):
         return (pa + int(gdb.parse_and_eval("page_offset_base"))) & U64
 
+    # Enough for any guest RAM here: a read past the RAM the dump holds fails.
+    DIRECT_MAP_SIZE = 1 << 46
+
+    def direct_maps(self, prog, info):
+        """The direct map of all RAM from page_offset_base (randomized,
+        4- or 5-level); the kernel image drgn maps itself (phys_base)."""
+        return [(int(prog["page_offset_base"]), self.DIRECT_MAP_SIZE, 0)]
+
 
 class Arm64Ops(ArchOps):
     SHSTK_MODE = ("thread", "gcs_el0_mode")  # PR_SHADOW_STACK_ENABLE
@@ -403,6 +418,15 @@ class Arm64Ops(ArchOps):
         memstart = int(gdb.parse_and_eval("memstart_addr")) & U64
         return ((pa - memstart) | page_offset) & U64
 
+    def direct_maps(self, prog, info):
+        """The kernel image and the linear map, from vmcoreinfo's
+        kimage_voffset, PHYS_OFFSET and VA_BITS."""
+        va_bits = coredump.number(info, "VA_BITS")
+        start, end = prog.symbol("_text").address, prog.symbol("_end").address
+        return [(start, end - start, start - coredump.number(info, "kimage_voffset")),
+                ((-(1 << va_bits)) & U64, 1 << (va_bits - 1),
+                 coredump.number(info, "PHYS_OFFSET"))]
+
 
 class Riscv64Ops(ArchOps):
     SHSTK_MODE = ("thread_info", "user_cfi_state", "ubcfi_en")
@@ -456,6 +480,16 @@ class Riscv64Ops(ArchOps):
 
     def phys_to_virt(self, pa):
         return (pa + int(gdb.parse_and_eval("kernel_map.va_pa_offset"))) & U64
+
+    def direct_maps(self, prog, info):
+        """The kernel image and the linear map, from vmcoreinfo's
+        KERNEL_LINK_ADDR, va_kernel_pa_offset, PAGE_OFFSET, phys_ram_base
+        and VA_BITS."""
+        link = coredump.number(info, "KERNEL_LINK_ADDR")
+        end = prog.symbol("_end").address
+        return [(link, end - link, link - coredump.number(info, "va_kernel_pa_offset")),
+                (coredump.number(info, "PAGE_OFFSET"), 1 << (coredump.number(info, "VA_BITS") - 2),
+                 coredump.number(info, "phys_ram_base"))]
 
 
 def _xstate_table(name, i):

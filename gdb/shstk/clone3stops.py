@@ -261,7 +261,7 @@ def check_oracle(run, case, vtask):
     t0 = time.monotonic()
     try:
         got = coredump.read(qmp_path, core, os.environ["SHSTK_VMLINUX"], int(case.mm),
-                            case.token, vmas.shadow_stack_bit())
+                            case.token, vmas.shadow_stack_bit(), archops.ops().direct_maps)
     except ImportError as e:
         return run.record(scenario.STEP_ORACLE, case.name, "drgn", expect, False,
                           error=f"no drgn in gdb's Python (the toolbox's python3-drgn): {e}")

@@ -11,8 +11,9 @@ log for checks/oracle.py to compare.
 
 No gdb here.  read() needs drgn (the toolbox's python3-drgn: gdb's Python
 has it) and the VM layer's QMP client (scripts/vm/qmp.py, on the path
-gdb/check_clone3.py sets); vmcoreinfo() and the maps are plain Python, for
-the host tests.
+gdb/check_clone3.py sets); vmcoreinfo() is plain Python, for the host
+tests.  The kernel's fixed maps drgn is given are the arch's, in
+archops.py (ArchOps.direct_maps()).
 """
 import os
 import struct
@@ -25,8 +26,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 import qmp  # noqa: E402
 
 PT_NOTE = 4
-# Enough for any guest RAM here: a read past the RAM the dump holds fails.
-X86_64_DIRECT_MAP_SIZE = 1 << 46
 
 
 def vmcoreinfo(core):
@@ -63,54 +62,19 @@ def number(info, name):
     return int(info[f"NUMBER({name})"], 0)
 
 
-def aarch64_direct_maps(info, kernel_start, kernel_end):
-    """[(virtual start, size, physical start)] of the arm64 kernel image and
-    linear map, from vmcoreinfo (kimage_voffset, PHYS_OFFSET, VA_BITS)."""
-    va_bits = number(info, "VA_BITS")
-    page_offset = (-(1 << va_bits)) & (2 ** 64 - 1)
-    kimage_voffset = number(info, "kimage_voffset")
-    phys_offset = number(info, "PHYS_OFFSET")
-    linear = 1 << (va_bits - 1)
-    return [(kernel_start, kernel_end - kernel_start, kernel_start - kimage_voffset),
-            (page_offset, linear, phys_offset)]
-
-
-def riscv64_direct_maps(info, kernel_end):
-    """[(virtual start, size, physical start)] of the riscv64 kernel image
-    and linear map, from vmcoreinfo (KERNEL_LINK_ADDR, va_kernel_pa_offset,
-    PAGE_OFFSET, phys_ram_base, VA_BITS)."""
-    link = number(info, "KERNEL_LINK_ADDR")
-    page_offset = number(info, "PAGE_OFFSET")
-    return [(link, kernel_end - link, link - number(info, "va_kernel_pa_offset")),
-            (page_offset, 1 << (number(info, "VA_BITS") - 2), number(info, "phys_ram_base"))]
-
-
-def direct_maps(prog, info):
-    """The kernel's fixed-offset maps drgn must be given to read a dump
-    QEMU wrote with physical addresses only: [(virtual start, size,
-    physical start)].  drgn 0.0.31 walks page tables through those same
-    maps, so without them its first walk asks for itself ("recursive address
-    translation"); with them, every walk that is checked here (the maple
-    tree, the user page tables) is still drgn's own."""
-    import drgn
-    arch = prog.platform.arch
-    if arch == drgn.Architecture.AARCH64:
-        return aarch64_direct_maps(info, prog.symbol("_text").address,
-                                   prog.symbol("_end").address)
-    if arch == drgn.Architecture.RISCV64:
-        return riscv64_direct_maps(info, prog.symbol("_end").address)
-    if arch == drgn.Architecture.X86_64:
-        # The kernel image drgn maps itself (phys_base); the direct map of
-        # all RAM starts at page_offset_base (randomized, 5-level or not).
-        return [(int(prog["page_offset_base"]), X86_64_DIRECT_MAP_SIZE, 0)]
-    return []
-
-
-def read_with_drgn(core, vmlinux, mm_address, token, shadow_stack_bit):
+def read_with_drgn(core, vmlinux, mm_address, token, shadow_stack_bit, direct_maps):
     """(["start-end" of each shadow stack VMA], the u64 at @token, why not)
     of the mm_struct at @mm_address, as drgn reads them from @core.  The
     word is None, and why says why, where drgn cannot translate a user
-    address (0.0.31 has no riscv64 page table walk)."""
+    address (0.0.31 has no riscv64 page table walk).
+
+    A dump QEMU wrote holds physical addresses only: @direct_maps(prog,
+    vmcoreinfo) gives the kernel's fixed-offset maps, [(virtual start,
+    size, physical start)], that drgn is told of (the arch's ArchOps).
+    drgn 0.0.31 walks page tables through those same maps, so without them
+    its first walk asks for itself ("recursive address translation"); with
+    them, every walk checked here (the maple tree, the user page tables)
+    is still drgn's own."""
     import drgn
     from drgn.helpers.linux.mm import access_remote_vm, for_each_vma
 
@@ -136,7 +100,7 @@ class Unreadable(Exception):
     """The dump could not be taken or drgn could not read it: why."""
 
 
-def read(qmp_path, core, vmlinux, mm_address, token, shadow_stack_bit):
+def read(qmp_path, core, vmlinux, mm_address, token, shadow_stack_bit, direct_maps):
     """Dump the guest over the QMP socket @qmp_path to @core and read it
     with drgn (read_with_drgn()): {"drgn_vmas", "drgn_word", "no_word",
     "dump_seconds"}.  ImportError where gdb's Python has no drgn,
@@ -147,7 +111,7 @@ def read(qmp_path, core, vmlinux, mm_address, token, shadow_stack_bit):
         qmp.dump_guest_memory(qmp_path, core)
         dumped = time.monotonic() - t0
         vmas, word, no_word = read_with_drgn(core, vmlinux, mm_address, token,
-                                             shadow_stack_bit)
+                                             shadow_stack_bit, direct_maps)
     except (OSError, qmp.QMPError, drgn.FaultError, drgn.MissingDebugInfoError,
             ValueError, LookupError) as e:
         raise Unreadable(f"{type(e).__name__}: {e}") from None

@@ -43,14 +43,18 @@ def live_ssp_register(arch, names):
 
 
 def expected_token(arch, addr):
-    """The token map_shadow_stack() writes for a slot at @addr."""
-    if arch == "x86_64":
-        return (addr + SLOT) | 1             # the SSP above it, 64-bit mode
-    if arch == "arm64":
-        return (addr & ~0xfff) | 1           # GCS cap: the slot's page, valid
-    if arch == "riscv64":
-        return addr + SLOT                   # the SSP above it, no flag bits
-    raise ValueError(f"unknown arch {arch!r}")
+    """The token map_shadow_stack() writes for a slot at @addr
+    (config/arches.ini shstk_token)."""
+    where, _, bits = arches.get(arch).shstk_token.partition("|")
+    where = where.strip()
+    if where == "above":
+        word = addr + SLOT
+    elif where == "page":
+        word = addr & ~0xfff
+    else:
+        raise ValueError(f"config/arches.ini: {arch}'s shstk_token {where!r} is "
+                         f"neither 'above' nor 'page'")
+    return word | int(bits or "0", 0)
 
 
 def token_verdict(arch, addr, word):
