@@ -14,6 +14,7 @@ kernel tree (already "unpacked") and a series of its own: no download.
 """
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -304,3 +305,20 @@ class HostCheckTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class VmJsonKeysTest(unittest.TestCase):
+    """Every key of vm.json a check reads is one scripts/vm/boot.sh writes:
+    a renamed key would leave the check reading None."""
+
+    def test_the_checks_read_what_boot_sh_writes(self):
+        with open(os.path.join(TOP, "scripts", "vm", "boot.sh")) as f:
+            line = next(ln for ln in f if ln.startswith("printf '{\"arch\""))
+        written = set(re.findall(r'"([a-z_]+)": ', line))
+        read = set()
+        for name in os.listdir(os.path.join(TOP, "checks")):
+            if name.endswith(".py"):
+                with open(os.path.join(TOP, "checks", name)) as f:
+                    read |= set(re.findall(r'\bvm(?:\.get\(|\[)"([a-z_]+)"', f.read()))
+        self.assertIn("series_hash", read)
+        self.assertEqual(read - written, set())

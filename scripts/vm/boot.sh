@@ -162,7 +162,7 @@ if [ -f "$KBUILD_DIR/.shstk-series-info" ]; then
 fi
 [ "$edits" != unknown ] || edits=null
 json_str() { sed 's/\\/\\\\/g; s/"/\\"/g' <<<"$1"; }
-printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "cmdline": "%s", "snapshot": %s, "series": "%s", "shstk_series_hash": "%s", "local_edits": %s}\n' \
+printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "cmdline": "%s", "snapshot": %s, "series": "%s", "series_hash": "%s", "local_edits": %s}\n' \
 	"$ARCH" "$EMU" "${EMU_DESCRIPTION:-}" "$rc" "$EMU_POWEROFF_EXIT" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
 	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" "$EMU_SMP" "${EMU_XSTATE_FORMAT:-}" \
 	"$(json_str "$KERNEL_CMDLINE")" "$snapshot" "$(json_str "$series")" "$(json_str "$series_hash")" "$edits" >"$OUT/vm.json"
