@@ -23,6 +23,9 @@ export SHSTK_BASELINE := $(BASELINE)
 # patches or mails, or an mbox), in a tree and builds of its own.
 SERIES ?=
 export SHSTK_SERIES := $(if $(SERIES),$(abspath $(SERIES)))
+# KSRC=: a kernel git tree of yours, built and run as it is, never written to.
+KSRC ?=
+export SHSTK_KSRC := $(if $(KSRC),$(abspath $(KSRC)))
 # XSAVE_SECONDS=: how long x86's XSAVE state stress runs in make run and make
 # fuzz (guest seconds; scripts/run.sh and scripts/fuzz.sh hold the defaults).
 export XSAVE_SECONDS
@@ -159,6 +162,8 @@ clean:
 ## SEND_VERSION=N | with cover-letter: the version the mails say they are (24)
 ## SERIES=DIR|MBOX | every target but bench: another version of the series (patches or
 ##  | mails; patches/vN/ adds what the project needs for vN)
+## KSRC=DIR | every target: your own kernel git tree, at its HEAD with its
+##  | uncommitted changes, built in the cache and never written to (docs/working.md)
 ## XSAVE_SECONDS=N | x86: the suite's XSAVE state stress (20 guest s under QEMU,
 ##  | 2 under Bochs; 60 in make fuzz)
 ## SHSTK_SNAPSHOT=0 | boot cold instead of restoring a post-boot snapshot

@@ -74,6 +74,8 @@ first_output() {
 # A one-line change to kernel/fork.c, built; then taken back and built again.
 incremental() {
 	local arch=$1 fork=$SHSTK_PATCHED_SRC/kernel/fork.c i t0
+	# A developer's tree is never written to.
+	[ -z "$SHSTK_KSRC" ] || { echo "skipped (KSRC: bench does not edit your tree)"; return; }
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1 || shstk_die "the $arch kernel does not build; see $log"
 	shstk_msg "timing $runs one-line rebuilds of the $arch kernel"
 	for ((i = 0; i < runs; i++)); do

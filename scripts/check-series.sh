@@ -21,6 +21,12 @@ case "${1:-}" in
 *) shstk_die "unknown option '$1' (--bisect or nothing)" ;;
 esac
 
+# KSRC brings its series as its own commits: what this checks is the
+# project's series, patches/, against Debian's tree, as without KSRC.
+if [ -n "$SHSTK_KSRC" ] && [ -z "$SHSTK_SERIES" ]; then
+	shstk_msg "KSRC=$SHSTK_KSRC has its series as commits; checking patches/ on Debian's tree"
+	SHSTK_KSRC='' exec "$0" "$@"
+fi
 "$SHSTK_TOP/scripts/build/kernel-source.sh" --check >&2
 AM=$SHSTK_AM_SRC
 mapfile -t patches < <(shstk_series_list "$SHSTK_SERIES_DIR/series")
@@ -57,7 +63,7 @@ done
 # Every prefix, built in a worktree of the repository and a build directory
 # per arch, both apart from make run's, with the configuration of the arch's
 # own build (olddefconfig drops what an early prefix does not have yet).
-WT=$SHSTK_CACHE/src/bisect$SHSTK_SERIES_SUFFIX
+WT=$SHSTK_CACHE/src/bisect$SHSTK_TREE_SUFFIX
 shstk_lock_or_wait "$WT.lock" "another make check-series BISECT=1"
 shstk_base_worktree "$SHSTK_KERNEL_REPO" "$WT"
 bisect_arch() {
@@ -65,7 +71,7 @@ bisect_arch() {
 	shstk_arch_vars "$arch"
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >&2
 	local config=$KBUILD_DIR/.config
-	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH-bisect$SHSTK_SERIES_SUFFIX
+	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH-bisect$SHSTK_TREE_SUFFIX
 	mkdir -p "$KBUILD_DIR"
 	log=$KBUILD_DIR/bisect.log
 	for i in "${!commits[@]}"; do

@@ -20,7 +20,7 @@ shstk_host_check
 version=${1:-}
 version=${version:-24}
 [[ $version =~ ^[0-9]+$ ]] || shstk_die "the version to send as must be a number, not '$version'"
-OUT=$SHSTK_OUT/cover-letter$SHSTK_SERIES_SUFFIX
+OUT=$SHSTK_OUT/cover-letter$SHSTK_TREE_SUFFIX
 SRC=$SHSTK_PATCHED_SRC
 NOTES=$SHSTK_TOP/patches/checkpatch-notes
 

@@ -10,8 +10,9 @@
 #
 # WHAT names the target in the summary; {arch} in ARGS stands for each
 # architecture.  --emu EMU (given when the user named no ARCH): the
-# architectures EMU does not emulate are left out, and said so.  Exit
-# status 0 only if every architecture that ran passed.
+# architectures EMU does not emulate, or a KSRC tree cannot serve, are left
+# out, and said so.  Exit status 0 only if every architecture that ran
+# passed.
 set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
@@ -81,6 +82,12 @@ rc=0 ran=0
 for a in "${arches[@]}"; do
 	if [ -n "$emu" ] && ! why=$( (shstk_arch_vars "$a" && shstk_emu_vars "$emu") 2>&1 >/dev/null); then
 		echo "left out: ${why#*error: }" >"$tmp/$a.line"
+		continue
+	fi
+	# A developer's tree (KSRC) that cannot serve an arch the user did not
+	# name: left out with the reason; a named one fails in its build.
+	if [ -n "$emu" ] && ! why=$(shstk_tree_serves "$a"); then
+		echo "left out: $why" >"$tmp/$a.line"
 		continue
 	fi
 	ran=$((ran + 1))

@@ -28,7 +28,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib/entry.sh"
 shstk_host_check
 
-LOG=$SHSTK_OUT/test$SHSTK_SERIES_SUFFIX
+LOG=$SHSTK_OUT/test$SHSTK_TREE_SUFFIX
 cd "$SHSTK_TOP"
 
 # run_step [--alone] NAME KIND CMD...: KIND says how to count its result
@@ -123,6 +123,12 @@ fi
 arch_list=()
 for a in $arches; do
 	shstk_arch_resolve a "$a"
+	# A developer's tree (KSRC) that cannot serve an arch the user did not
+	# name: left out with the reason.
+	if [ -z "${1:-}" ] && ! why=$(shstk_tree_serves "$a"); then
+		shstk_msg "$a: not in make test, $why"
+		continue
+	fi
 	arch_list+=("$a")
 done
 # One make test at a time in this checkout: its logs and tables are

@@ -12,6 +12,7 @@ host's tools and root are checked before anything else.
 kernel-source.sh runs on a copy of scripts/ and config/ with a small fake
 kernel tree (already "unpacked") and a series of its own: no download.
 """
+import glob
 import hashlib
 import os
 import re
@@ -132,6 +133,99 @@ class KernelSourceStampsTest(unittest.TestCase):
         r = self.kernel_source(SHSTK_BASELINE="1")
         self.assert_stamps(r, tree=self.src + "-base", series="baseline")
         self.assertNotIn("shstk_token", self.read("kernel/fork.c", self.src + "-base"))
+
+
+class KsrcTest(unittest.TestCase):
+    """kernel-source.sh on a developer's own tree (KSRC): checked, used as
+    it is, its stamps in the cache, the tree never written to."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.top = os.path.join(self.tmp, "top")
+        for d in ("scripts", "config"):
+            shutil.copytree(os.path.join(TOP, d), os.path.join(self.top, d))
+        self.cache = os.path.join(self.tmp, "cache")
+        self.ksrc = os.path.join(self.tmp, "linux")
+        for name, text in (("kernel/fork.c", "int copy_process;\n"),
+                           ("scripts/kconfig/merge_config.sh", "#!/bin/sh\n"),
+                           ("Makefile", "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 3\nEXTRAVERSION = -rc1\n\n"),
+                           (".gitignore", "*.o\n")):
+            self.write(name, text)
+        git(self.tmp, "init", "-q", self.ksrc)
+        git(self.ksrc, "add", "-A")
+        git(self.ksrc, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "fork: the tree")
+
+    def write(self, name, text):
+        path = os.path.join(self.ksrc, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+    def kernel_source(self, ksrc=None, **env):
+        e = dict(os.environ, SHSTK_CACHE=self.cache, SHSTK_OUT=os.path.join(self.tmp, "out"),
+                 SHSTK_KSRC=ksrc or self.ksrc)
+        for k in ("SHSTK_BASELINE", "SHSTK_SERIES", "SHSTK_KSRC_TAG_OF"):
+            e.pop(k, None)
+        e.update(env)
+        return subprocess.run([os.path.join(self.top, "scripts", "build", "kernel-source.sh")],
+                              env=e, capture_output=True, text=True, timeout=120)
+
+    def state(self):
+        """What a run must leave as it was: HEAD, the status with ignored
+        files, and every file's mtime, .git's included."""
+        mtimes = {}
+        for d, _, files in os.walk(self.ksrc):
+            for name in files:
+                path = os.path.join(d, name)
+                mtimes[path] = os.stat(path).st_mtime_ns
+        # --no-optional-locks: a plain status would refresh the index.
+        return (git(self.ksrc, "rev-parse", "HEAD"),
+                git(self.ksrc, "--no-optional-locks", "status", "--porcelain", "--ignored"), mtimes)
+
+    def stamps(self):
+        d = glob.glob(os.path.join(self.cache, "src", "linux-ksrc-linux-*.stamps"))
+        self.assertEqual(len(d), 1, d)
+        return {n: open(os.path.join(d[0], n)).read().strip()
+                for n in (".shstk-series", ".shstk-edits", ".shstk-series-name", ".shstk-kernel-version")}
+
+    def test_a_clean_tree_is_stamped_in_the_cache_and_untouched(self):
+        self.write("kernel/fork.c", "int copy_process;\nint edited;\n")
+        self.write("new.o", "ignored\n")
+        before = self.state()
+        r = self.kernel_source()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.state(), before)
+        st = self.stamps()
+        self.assertEqual(st[".shstk-series"], "ksrc-" + before[0].strip())
+        self.assertNotEqual(st[".shstk-edits"], "e3b0c44298fc1c14")
+        self.assertRegex(st[".shstk-series-name"],
+                         r'^KSRC=.*/linux at [0-9a-f]+ \("fork: the tree"\) \+ local changes$')
+        self.assertEqual(st[".shstk-kernel-version"], "linux 6.12.3-rc1 (KSRC)")
+        self.assertEqual([n for n in os.listdir(self.ksrc) if n.startswith(".shstk")], [])
+
+    def test_without_local_changes_the_name_says_none(self):
+        r = self.kernel_source()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        st = self.stamps()
+        self.assertEqual(st[".shstk-edits"], "e3b0c44298fc1c14")
+        self.assertNotIn("local changes", st[".shstk-series-name"])
+
+    def test_what_cannot_be_built_is_named(self):
+        plain = os.path.join(self.tmp, "plain")
+        os.makedirs(plain)
+        for ksrc, said in ((plain, "is not a git tree"),
+                           (os.path.join(self.ksrc, "kernel"), "is inside the git tree")):
+            with self.subTest(ksrc=ksrc):
+                r = self.kernel_source(ksrc)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn(said, r.stderr)
+        self.write(".config", "CONFIG_X=y\n")
+        r = self.kernel_source()
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("has been built in (it has a .config)", r.stderr)
+        r = self.kernel_source(SHSTK_BASELINE="1")
+        self.assertIn("BASELINE=1 with KSRC=", r.stderr)
 
 
 class GuestStampTest(unittest.TestCase):

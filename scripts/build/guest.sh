@@ -50,8 +50,8 @@ read -ra ARCH_CFLAGS <<<"$(shstk_arch_fact "$ARCH" guest_cflags)"
 # What the programs are built from, besides their sources: the tree (its
 # series and local edits) and the kernel headers in $HDR.
 tree_series='' tree_edits='' headers=''
-shstk_read_stamp tree_series "$SRC/.shstk-series" scripts/build/kernel-source.sh
-shstk_read_stamp tree_edits "$SRC/.shstk-edits" scripts/build/kernel-source.sh
+shstk_read_stamp tree_series "$(shstk_tree_stamps "$SRC")/.shstk-series" scripts/build/kernel-source.sh
+shstk_read_stamp tree_edits "$(shstk_tree_stamps "$SRC")/.shstk-edits" scripts/build/kernel-source.sh
 shstk_read_stamp headers "$KBUILD_DIR/.shstk-headers" scripts/build/kernel.sh
 # The name of the token's field, clone_args' twelfth u64 (offset 88), as
 # the kernel headers have it: shadow_stack_token up to v20 of the series,
@@ -124,9 +124,9 @@ build_ours() {
 	echo "$key" >"$out.key"
 }
 
-# The selftests' Makefiles take their kernel headers from the source tree's
-# usr/include, which only one arch can occupy at a time: install ours there
-# under a lock for the length of the selftest builds.
+# The selftests build against this arch's kernel headers installed in the
+# cache (KHDR_INCLUDES), never in the source tree, which may be a
+# developer's own (KSRC) and is shared by every arch.
 build_kselftests() {
 	local names=("$@") t dir target tree made missing=
 	local stamp=$GUEST/ksft/.shstk-tree built=$GUEST/ksft/.shstk-built
@@ -139,17 +139,20 @@ build_kselftests() {
 		[ -x "$GUEST/ksft/$t" ] || missing=1
 	done
 	[ -n "$missing" ] || [ "$(cat "$built" 2>/dev/null)" != "$made" ] || return 0
-	exec 9>"$SHSTK_CACHE/src/selftests.lock"
-	flock 9
-	# Installed again only for another arch or another kernel build: an
-	# install is slower than the check.
-	local installed=$SRC/usr/.shstk-headers want
-	want="$ARCH $headers"
-	if [ "$(cat "$installed" 2>/dev/null)" != "$want" ]; then
+	# Headers an older harness installed in the tree would come first
+	# (arm64/gcs's Makefile adds the tree's usr/include with -I).
+	if [ -f "$SRC/usr/.shstk-headers" ]; then
+		git -C "$SRC" clean -qfdx -- usr/include
+		rm -f "$SRC/usr/.shstk-headers"
+	fi
+	# Installed again only for another kernel build: an install is slower
+	# than the check.
+	local khdr=$GUEST/usr installed=$GUEST/usr/.shstk-headers
+	if [ "$(cat "$installed" 2>/dev/null)" != "$headers" ]; then
 		rm -f "$installed"
-		shstk_kmake -s INSTALL_HDR_PATH="$SRC/usr" headers_install >/dev/null ||
+		shstk_kmake -s INSTALL_HDR_PATH="$khdr" headers_install >/dev/null ||
 			shstk_die "installing $ARCH kernel headers for the selftests failed"
-		echo "$want" >"$installed"
+		echo "$headers" >"$installed"
 	fi
 	# The selftests' make rebuilds a program when its .c changes, not when
 	# a header the series changes does (ksft_shstk.h, clone3_selftests.h):
@@ -163,7 +166,8 @@ build_kselftests() {
 		mkdir -p "$GUEST/ksft/$dir"
 		shstk_tb make -s -C "$SEL/$dir" OUTPUT="$GUEST/ksft/$dir" ARCH="$KARCH" \
 			CROSS_COMPILE="$CROSS_COMPILE" CC="$CC -static" USERLDFLAGS=-static \
-			USERCFLAGS="-isystem $SRC/usr/include -I$SEL -I$SRC/tools/include" \
+			KHDR_INCLUDES="-isystem $khdr/include" \
+			USERCFLAGS="-isystem $khdr/include -I$SEL -I$SRC/tools/include" \
 			"$GUEST/ksft/$dir/$target" >"$GUEST/ksft/build.log" 2>&1 || {
 			tail -n 20 "$GUEST/ksft/build.log" >&2
 			shstk_die "building selftest $t for $ARCH failed"
@@ -172,12 +176,12 @@ build_kselftests() {
 	# The gcs stress test starts this helper from beside itself.
 	if [[ " ${names[*]} " == *" arm64/gcs/gcs-stress "* ]]; then
 		shstk_tb make -s -C "$SEL/arm64/gcs" OUTPUT="$GUEST/ksft/arm64/gcs" CC="$CC -static" \
+			KHDR_INCLUDES="-isystem $khdr/include" USERCFLAGS="-isystem $khdr/include" \
 			"$GUEST/ksft/arm64/gcs/gcs-stress-thread" >>"$GUEST/ksft/build.log" 2>&1 ||
 			shstk_die "building gcs-stress-thread failed"
 	fi
 	echo "$tree" >"$stamp"
 	echo "$made" >"$built"
-	flock -u 9
 }
 
 # Debian's busybox-static for the guest arch, downloaded once into the cache.

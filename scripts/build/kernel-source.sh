@@ -3,7 +3,9 @@
 #
 # Kernel source: Debian's linux-source package, unpacked into the cache and
 # committed there as a pristine base, with patches/ applied on top by git am
-# (or SERIES, another version of the series, in a worktree of its own).
+# (or SERIES, another version of the series, in a worktree of its own); or
+# KSRC, a developer's own tree, checked and used as it is (with SERIES: a
+# clone of it in the cache, the series applied on top).
 #
 #   scripts/build/kernel-source.sh          make sure the tree has the current series
 #   scripts/build/kernel-source.sh --check  only check that the series applies
@@ -18,6 +20,9 @@ set -euo pipefail
 . "$SHSTK_TOP/scripts/lib/build.sh"
 
 REPO=$SHSTK_KERNEL_REPO
+# KSRC with SERIES: the repository the series' worktree comes from is a
+# clone of KSRC (ksrc_repo).
+[ -z "$SHSTK_KSRC" ] || REPO=$SHSTK_KERNEL_REPO-$SHSTK_KSRC_TAG
 SRC=$SHSTK_PATCHED_SRC
 AM=$SHSTK_AM_SRC
 DL=$SHSTK_CACHE/downloads
@@ -78,11 +83,93 @@ stamp_tree() {
 	mv -f "$1/.shstk-series.new" "$1/.shstk-series"
 }
 
+# KSRC, read only: no optional locks, so that not even git's index in it
+# is rewritten.
+ksrc_git() { GIT_OPTIONAL_LOCKS=0 git -C "$SHSTK_KSRC" "$@"; }
+
+# What KSRC is, checked before any long step: a git tree's top, a kernel,
+# and one Kbuild can build out of tree.
+ksrc_check() {
+	local top
+	[ -z "$SHSTK_BASELINE" ] ||
+		shstk_die "BASELINE=1 with KSRC=: the baseline is Debian's pristine tree; for A/B on your tree, run it at both commits"
+	top=$(ksrc_git rev-parse --show-toplevel 2>/dev/null) ||
+		shstk_die "KSRC=$SHSTK_KSRC is not a git tree (git rev-parse found no repository there)"
+	[ "$top" -ef "$SHSTK_KSRC" ] || shstk_die "KSRC=$SHSTK_KSRC is inside the git tree $top: give its top"
+	ksrc_git rev-parse -q --verify HEAD >/dev/null || shstk_die "KSRC=$SHSTK_KSRC has no commit yet"
+	[[ -f $SHSTK_KSRC/kernel/fork.c && -f $SHSTK_KSRC/scripts/kconfig/merge_config.sh ]] ||
+		shstk_die "KSRC=$SHSTK_KSRC is not a Linux tree (no kernel/fork.c or scripts/kconfig/merge_config.sh)"
+	[[ ! -e $SHSTK_KSRC/.config && ! -d $SHSTK_KSRC/include/config ]] ||
+		shstk_die "KSRC=$SHSTK_KSRC has been built in (it has a .config): Kbuild builds out of tree only from a clean source tree; run 'make mrproper' there, or give a clean worktree (git worktree add)"
+}
+
+# KSRC's version, from its Makefile (make would want to write nothing, but
+# need not run at all).
+ksrc_version() {
+	awk -F' *= *' '$1 == "VERSION" { v = $2 } $1 == "PATCHLEVEL" { p = $2 }
+		$1 == "SUBLEVEL" { s = $2 } $1 == "EXTRAVERSION" { e = $2 }
+		/^$/ && v != "" { exit } END { printf "%s.%s.%s%s\n", v, p, s, e }' "$SHSTK_KSRC/Makefile"
+}
+
+# The hash of what KSRC's HEAD does not hold: the diff of its tracked
+# files and the contents of its untracked, not ignored, ones.
+ksrc_edits_hash() {
+	{
+		ksrc_git diff HEAD --binary
+		ksrc_git ls-files -z --others --exclude-standard | (cd "$SHSTK_KSRC" && xargs -0r sha256sum --)
+	} | sha256sum | cut -c1-16
+}
+
+# KSRC as the tree of this run: its stamps in the cache (SHSTK_SRC_STAMPS),
+# its HEAD as the "series", its uncommitted changes as the edits.
+use_ksrc() {
+	local head edits name
+	head=$(ksrc_git rev-parse HEAD)
+	edits=$(ksrc_edits_hash)
+	name="KSRC=$SHSTK_KSRC at $(ksrc_git log -1 --format='%h ("%s")' HEAD)"
+	[ "$edits" = "$SHSTK_NO_EDITS" ] || name+=" + local changes"
+	mkdir -p "$SHSTK_KSRC_STAMPS"
+	echo "linux $(ksrc_version) (KSRC)" >"$SHSTK_KSRC_STAMPS/.shstk-kernel-version"
+	echo "$edits" >"$SHSTK_KSRC_STAMPS/.shstk-edits"
+	echo "ksrc-$head" >"$SHSTK_KSRC_STAMPS/.shstk-series"
+	echo "$name" >"$SHSTK_KSRC_STAMPS/.shstk-series-name"
+	shstk_msg "kernel source: $name"
+}
+
+# KSRC with SERIES: a clone of KSRC in the cache sharing its objects (git
+# clone --shared reads KSRC and writes only the clone), its pristine base
+# (tag shstk-base) KSRC's HEAD; the series goes on top as on Debian's tree.
+# KSRC's uncommitted changes are not in it: commit them to test them.
+ksrc_repo() {
+	local head
+	head=$(ksrc_git rev-parse HEAD)
+	if [ ! -d "$REPO/.git" ]; then
+		rm -rf "$REPO"
+		git clone -q --shared --no-checkout "$SHSTK_KSRC" "$REPO"
+		git -C "$REPO" config gc.auto 0
+	fi
+	git -C "$REPO" fetch -q "$SHSTK_KSRC" HEAD
+	git -C "$REPO" tag -f shstk-base "$head" >/dev/null
+	[ -z "$(ksrc_git status --porcelain --untracked-files=no)" ] ||
+		shstk_warn "KSRC=$SHSTK_KSRC has uncommitted changes: SERIES is applied to its HEAD, without them"
+	echo "linux $(ksrc_version) (KSRC=$SHSTK_KSRC at $(ksrc_git rev-parse --short HEAD))" >"$REPO/.shstk-kernel-version"
+}
+
 # One at a time: two arches built side by side, or make check-series beside
 # a build, would otherwise apply the series in the same scratch worktree
 # ("unable to write index file") or move the tree under each other.
 mkdir -p "$SHSTK_CACHE/src"
 shstk_lock_or_wait "$SHSTK_CACHE/src/kernel-source.lock" "another kernel-source.sh (the kernel tree is busy)"
+
+if [ -n "$SHSTK_KSRC" ]; then
+	ksrc_check
+	if [ -z "$SHSTK_SERIES" ]; then
+		[ "${1:-}" != --check ] || shstk_die "--check applies a series; KSRC without SERIES has none to apply"
+		use_ksrc
+		exit 0
+	fi
+	ksrc_repo
+fi
 
 [ -f "$REPO/.shstk-kernel-version" ] || shstk_step "fetching $SHSTK_KERNEL_PKG" fetch_and_unpack
 shstk_msg "kernel source: $(cat "$REPO/.shstk-kernel-version")"

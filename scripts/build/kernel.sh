@@ -44,6 +44,12 @@ mkdir -p "$KBUILD_DIR"
 shstk_lock_or_wait "$KBUILD_DIR/.shstk-build.lock" "another build of the $ARCH kernel in $KBUILD_DIR"
 "$SHSTK_TOP/scripts/build/kernel-source.sh"
 SRC=$SHSTK_SRC
+STAMPS=$(shstk_tree_stamps "$SRC")
+
+# Whether any Kconfig file of the tree defines the option NAME.
+known_option() {
+	grep -rqsE --include='Kconfig*' "^[[:space:]]*(menu)?config[[:space:]]+$1\b" "$SRC"
+}
 
 # Every option a fragment asks for must survive olddefconfig: report the ones
 # a dependency dropped instead of building a kernel without them.
@@ -60,7 +66,11 @@ check_config() {
 			have=$(sed -n "s/^$opt=//p" "$KBUILD_DIR/.config")
 			[ -n "$have" ] || have=n
 			if [ "$have" != "$want" ]; then
-				shstk_warn "$opt: asked for $want in $(basename "$f"), got $have"
+				if [ "$want" != n ] && ! known_option "${opt#CONFIG_}"; then
+					shstk_warn "$opt: asked for $want in $(basename "$f"), but the tree $SRC has no such option (no Kconfig defines it)"
+				else
+					shstk_warn "$opt: asked for $want in $(basename "$f"), got $have"
+				fi
 				bad=1
 			fi
 		done <"$f"
@@ -74,7 +84,7 @@ configure() {
 		"$KBUILD_DIR/.config" "${frags[@]}" >"$KBUILD_DIR/merge_config.log" 2>&1 ||
 		shstk_die "merge_config.sh failed; see $KBUILD_DIR/merge_config.log"
 	shstk_kmake -s olddefconfig >/dev/null
-	check_config || shstk_die "kernel configuration lost options (see above); fix config/kernel/"
+	check_config || shstk_die "the $ARCH kernel configuration lost options of config/kernel/ (named above) in $SRC"
 }
 
 frag_hash=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
@@ -82,15 +92,15 @@ frag_hash=$(cat "${frags[@]}" | sha256sum | cut -c1-16)
 # package.  The same inputs and an image in place need no make at all.
 # The tree's stamps, which kernel-source.sh leaves on every path.
 series='' edits='' kversion=''
-shstk_read_stamp series "$SRC/.shstk-series" scripts/build/kernel-source.sh
-shstk_read_stamp edits "$SRC/.shstk-edits" scripts/build/kernel-source.sh
-shstk_read_stamp kversion "$SRC/.shstk-kernel-version" scripts/build/kernel-source.sh
+shstk_read_stamp series "$STAMPS/.shstk-series" scripts/build/kernel-source.sh
+shstk_read_stamp edits "$STAMPS/.shstk-edits" scripts/build/kernel-source.sh
+shstk_read_stamp kversion "$STAMPS/.shstk-kernel-version" scripts/build/kernel-source.sh
 inputs="$series $frag_hash $edits $kversion"
 # The series this build's images were made from, for the runs that boot
 # them (scripts/vm/boot.sh puts it in vm.json): its words, its hash and the
 # hash of the tree's local edits, one a line.
 series_info() {
-	printf '%s\n' "$(cat "$SRC/.shstk-series-name" 2>/dev/null || echo unknown)" \
+	printf '%s\n' "$(cat "$STAMPS/.shstk-series-name" 2>/dev/null || echo unknown)" \
 		"$series" "$edits" >"$KBUILD_DIR/.shstk-series-info"
 }
 # This build's own stamps: .shstk-inputs, what its images were built from,
@@ -158,7 +168,7 @@ release=$(shstk_kmake -s kernelrelease)
 {
 	echo "arch: $ARCH"
 	echo "source: $kversion"
-	echo "series: $(git -C "$SRC" rev-list --count shstk-base..HEAD) patches, head $(git -C "$SRC" rev-parse --short HEAD)"
+	echo "tree: $(cat "$STAMPS/.shstk-series-name" 2>/dev/null || echo unknown)"
 	echo "release: $release"
 	echo "compiler: $(shstk_tb "$ARCH_CC" --version | head -n1)"
 	echo "variant: ${SHSTK_KCONFIG_VARIANT:-default}"

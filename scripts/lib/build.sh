@@ -90,6 +90,33 @@ shstk_git_commit_pristine() {
 	git -C "$1" tag shstk-base
 }
 
+# The directory holding the stamps of the kernel tree TREE (.shstk-series,
+# .shstk-edits, .shstk-kernel-version, .shstk-series-name: written by
+# build/kernel-source.sh): the tree itself, or the cache for KSRC, which
+# is never written to.   shstk_tree_stamps TREE
+shstk_tree_stamps() {
+	if [ -n "$SHSTK_KSRC" ] && [ "$1" -ef "$SHSTK_KSRC" ]; then
+		echo "$SHSTK_KSRC_STAMPS"
+	else
+		echo "$1"
+	fi
+}
+
+# Whether the kernel tree this run builds can serve ARCH: it has the
+# arch's shadow stack option (config/arches.ini kernel_shstk_option).
+# Asked of KSRC only: the project's own tree serves every arch of the
+# table.  Prints the reason when it cannot.   shstk_tree_serves ARCH
+shstk_tree_serves() {
+	local fact opt since karch
+	[ -n "$SHSTK_KSRC" ] || return 0
+	fact=$(shstk_arch_fact "$1" kernel_shstk_option)
+	opt=${fact%% *} since=${fact#"$opt"}
+	karch=$(shstk_arch_fact "$1" kernel_arch)
+	grep -qsE "^[[:space:]]*config[[:space:]]+$opt\b" "$SHSTK_KSRC"/arch/"$karch"/Kconfig* && return 0
+	echo "KSRC=$SHSTK_KSRC has no CONFIG_$opt in arch/$karch/Kconfig (the $1 user shadow stack${since:+, Linux$since or later})"
+	return 1
+}
+
 # A worktree DIR of the repository REPO at its pristine base (tag
 # shstk-base), made if missing.   shstk_base_worktree REPO DIR
 shstk_base_worktree() {

@@ -45,31 +45,54 @@ elif [ "${SHSTK_SERIES_TAG_OF:-}" != "$SHSTK_SERIES" ]; then
 	SHSTK_SERIES_TAG=${SHSTK_SERIES_TAG//[^A-Za-z0-9._-]/_}
 	SHSTK_SERIES_TAG_OF=$SHSTK_SERIES
 fi
+# SHSTK_KSRC (make KSRC=) names a developer's own kernel git tree, used as
+# it is, at its HEAD with its uncommitted changes, and never written to:
+# its builds, stamps and installed headers are in the cache, apart from
+# the default tree's and named by SHSTK_KSRC_TAG (the folder's name and a
+# hash of its full path).  With SERIES, the series is applied onto a clone
+# of it in the cache.
+SHSTK_KSRC=${SHSTK_KSRC:-}
+if [ -z "$SHSTK_KSRC" ]; then
+	SHSTK_KSRC_TAG=
+elif [ "${SHSTK_KSRC_TAG_OF:-}" != "$SHSTK_KSRC" ]; then
+	[ -d "$SHSTK_KSRC" ] || { printf 'error: KSRC=%s is not a directory\n' "$SHSTK_KSRC" >&2; exit 1; }
+	SHSTK_KSRC=$(realpath -- "$SHSTK_KSRC")
+	SHSTK_KSRC_TAG=ksrc-${SHSTK_KSRC##*/}-$(printf '%s' "$SHSTK_KSRC" | sha256sum | cut -c1-8)
+	SHSTK_KSRC_TAG=${SHSTK_KSRC_TAG//[^A-Za-z0-9._-]/_}
+	SHSTK_KSRC_TAG_OF=$SHSTK_KSRC
+fi
 # The kernel git repository (Debian's source, committed pristine and
-# tagged shstk-base), which is also the tree with patches/ applied; the
-# tree with this run's series (that one, or a worktree of the repository
-# for SERIES); and the tree this run builds: the series' one, or the
-# pristine one for BASELINE.
+# tagged shstk-base), which is also the tree with patches/ applied.
 SHSTK_KERNEL_REPO=$SHSTK_CACHE/src/linux
-# What every name of SERIES's own things ends in: "-<tag>", or nothing.
-SHSTK_SERIES_SUFFIX=${SHSTK_SERIES_TAG:+-$SHSTK_SERIES_TAG}
+# What every name of this tree's own things (builds, guest programs,
+# outputs) ends in: "-<KSRC's tag>", "-<SERIES's tag>", both, or nothing.
+SHSTK_TREE_SUFFIX=${SHSTK_KSRC_TAG:+-$SHSTK_KSRC_TAG}${SHSTK_SERIES_TAG:+-$SHSTK_SERIES_TAG}
 # The series folder git am applies: patches/, or SERIES as
 # scripts/build/series.py lays it out in the cache.
 SHSTK_SERIES_DIR=$SHSTK_TOP/patches
-[ -z "$SHSTK_SERIES_TAG" ] || SHSTK_SERIES_DIR=$SHSTK_CACHE/src/series$SHSTK_SERIES_SUFFIX
-SHSTK_PATCHED_SRC=$SHSTK_KERNEL_REPO$SHSTK_SERIES_SUFFIX
+[ -z "$SHSTK_SERIES_TAG" ] || SHSTK_SERIES_DIR=$SHSTK_CACHE/src/series-$SHSTK_SERIES_TAG
+# The tree with this run's series: the repository, a worktree of it for
+# SERIES, KSRC itself, or a clone of KSRC with SERIES applied.
+SHSTK_PATCHED_SRC=$SHSTK_KERNEL_REPO$SHSTK_TREE_SUFFIX
+[ -z "$SHSTK_KSRC" ] || [ -n "$SHSTK_SERIES" ] || SHSTK_PATCHED_SRC=$SHSTK_KSRC
+# Where KSRC's stamps are (build/kernel-source.sh writes a tree's stamps in
+# it, and KSRC is not ours): see build.sh shstk_tree_stamps.
+SHSTK_KSRC_STAMPS=$SHSTK_KERNEL_REPO$SHSTK_TREE_SUFFIX.stamps
 # A tree's .shstk-edits when it has no local edits: the hash of an empty
 # diff (build/kernel-source.sh stamp_tree).
 # shellcheck disable=SC2034  # used by the scripts that source this file
 SHSTK_NO_EDITS=e3b0c44298fc1c14
 # The scratch worktree git am applies the series in.
-SHSTK_AM_SRC=$SHSTK_PATCHED_SRC-am
+SHSTK_AM_SRC=$SHSTK_KERNEL_REPO$SHSTK_TREE_SUFFIX-am
+# The tree this run builds: the series' one, or the pristine one for
+# BASELINE.
 SHSTK_SRC=$SHSTK_PATCHED_SRC
 [ -z "$SHSTK_BASELINE" ] || SHSTK_SRC=$SHSTK_KERNEL_REPO-base
 
 export SHSTK_TOP SHSTK_CACHE SHSTK_OUT SHSTK_KERNEL_PKG SHSTK_KERNEL_SUITE SHSTK_BASELINE \
-	SHSTK_SERIES SHSTK_SERIES_TAG SHSTK_SERIES_TAG_OF SHSTK_SERIES_SUFFIX SHSTK_SERIES_DIR \
-	SHSTK_KERNEL_REPO SHSTK_PATCHED_SRC SHSTK_AM_SRC SHSTK_SRC
+	SHSTK_SERIES SHSTK_SERIES_TAG SHSTK_SERIES_TAG_OF SHSTK_SERIES_DIR \
+	SHSTK_KSRC SHSTK_KSRC_TAG SHSTK_KSRC_TAG_OF SHSTK_TREE_SUFFIX SHSTK_KERNEL_REPO \
+	SHSTK_PATCHED_SRC SHSTK_KSRC_STAMPS SHSTK_AM_SRC SHSTK_SRC
 
 # Messages name their script by its place under scripts/ ("vm/boot.sh").
 case "$0" in
@@ -345,15 +368,15 @@ shstk_arch_vars() {
 	shstk_arch_set KTARGET kernel_target
 	shstk_arch_set KCONSOLE console
 	shstk_arch_set KAPPEND kernel_append
-	local tree=$SHSTK_SERIES_SUFFIX
+	local tree=$SHSTK_TREE_SUFFIX
 	[ -z "$SHSTK_BASELINE" ] || tree=-base
 	KBUILD_DIR=$SHSTK_CACHE/build/$ARCH${SHSTK_KCONFIG_VARIANT:+-$SHSTK_KCONFIG_VARIANT}$tree
 	# make bench times a cold build in a scratch directory of its own.
 	KBUILD_DIR=${SHSTK_BUILD_DIR:-$KBUILD_DIR}
-	ARCH_OUT=$SHSTK_OUT/$ARCH$SHSTK_SERIES_SUFFIX${SHSTK_BASELINE:+-base}
+	ARCH_OUT=$SHSTK_OUT/$ARCH$SHSTK_TREE_SUFFIX${SHSTK_BASELINE:+-base}
 	# The guest programs and images (scripts/build/guest.sh), built
 	# against the series' tree whatever kernel boots.
-	GUEST_DIR=$SHSTK_CACHE/guest/$ARCH$SHSTK_SERIES_SUFFIX
+	GUEST_DIR=$SHSTK_CACHE/guest/$ARCH$SHSTK_TREE_SUFFIX
 }
 
 # Whether runs may be restored from post-boot snapshots (docs/boot.md):
