@@ -30,6 +30,15 @@ SHSTK_KERNEL_SUITE=${SHSTK_KERNEL_SUITE:-trixie-backports}
 # SHSTK_BASELINE=1 builds and boots the pristine kernel, without the series,
 # for A/B comparisons (make run BASELINE=1).  Its tree and builds are apart.
 SHSTK_BASELINE=${SHSTK_BASELINE:-}
+# A name for the things a path given by the user owns: PREFIX, the
+# path's last part less SUFFIX, and a hash of the whole path, in
+# characters a file name may hold.   _shstk_path_tag PATH PREFIX SUFFIX
+_shstk_path_tag() {
+	local base=${1##*/} tag
+	tag=$2${base%"$3"}-$(printf '%s' "$1" | sha256sum | cut -c1-8)
+	echo "${tag//[^A-Za-z0-9._-]/_}"
+}
+
 # SHSTK_SERIES (make SERIES=) names another version of the series than
 # patches/: a folder of patches or mails, or an mbox.  Its tree, builds,
 # guest programs and outputs are apart from the default's, all named by
@@ -40,25 +49,22 @@ if [ -z "$SHSTK_SERIES" ]; then
 elif [ "${SHSTK_SERIES_TAG_OF:-}" != "$SHSTK_SERIES" ]; then
 	[ -e "$SHSTK_SERIES" ] || { printf 'error: SERIES=%s does not exist\n' "$SHSTK_SERIES" >&2; exit 1; }
 	SHSTK_SERIES=$(realpath -- "$SHSTK_SERIES")
-	SHSTK_SERIES_TAG=${SHSTK_SERIES##*/}
-	SHSTK_SERIES_TAG=${SHSTK_SERIES_TAG%.mbox}-$(printf '%s' "$SHSTK_SERIES" | sha256sum | cut -c1-8)
-	SHSTK_SERIES_TAG=${SHSTK_SERIES_TAG//[^A-Za-z0-9._-]/_}
+	SHSTK_SERIES_TAG=$(_shstk_path_tag "$SHSTK_SERIES" "" .mbox)
 	SHSTK_SERIES_TAG_OF=$SHSTK_SERIES
 fi
 # SHSTK_KSRC (make KSRC=) names a developer's own kernel git tree, used as
 # it is, at its HEAD with its uncommitted changes, and never written to:
 # its builds, stamps and installed headers are in the cache, apart from
-# the default tree's and named by SHSTK_KSRC_TAG (the folder's name and a
-# hash of its full path).  With SERIES, the series is applied onto a clone
-# of it in the cache.
+# the default tree's and named by SHSTK_KSRC_TAG ("ksrc-", the folder's
+# name and a hash of its full path).  With SERIES, the series is applied
+# onto a clone of it in the cache.
 SHSTK_KSRC=${SHSTK_KSRC:-}
 if [ -z "$SHSTK_KSRC" ]; then
 	SHSTK_KSRC_TAG=
 elif [ "${SHSTK_KSRC_TAG_OF:-}" != "$SHSTK_KSRC" ]; then
 	[ -d "$SHSTK_KSRC" ] || { printf 'error: KSRC=%s is not a directory\n' "$SHSTK_KSRC" >&2; exit 1; }
 	SHSTK_KSRC=$(realpath -- "$SHSTK_KSRC")
-	SHSTK_KSRC_TAG=ksrc-${SHSTK_KSRC##*/}-$(printf '%s' "$SHSTK_KSRC" | sha256sum | cut -c1-8)
-	SHSTK_KSRC_TAG=${SHSTK_KSRC_TAG//[^A-Za-z0-9._-]/_}
+	SHSTK_KSRC_TAG=$(_shstk_path_tag "$SHSTK_KSRC" ksrc- "")
 	SHSTK_KSRC_TAG_OF=$SHSTK_KSRC
 fi
 # The kernel git repository (Debian's source, committed pristine and
