@@ -11,7 +11,7 @@ checks/gdbsteps.py judge the log.  The run itself is shstk/clone3run.py's,
 on the framework make replay's check shares (shstk/stepcheck.py).
 
 Configuration comes from the environment (set by scripts/gdb-check.sh):
-see shstk/session.py, SHSTK_EMU and SHSTK_EMU_BREAKPOINTS (scripts/lib/entry.sh export_gdb_env), and
+see shstk/session.py, SHSTK_EMU and SHSTK_EMU_BREAKPOINTS (scripts/lib/entry.sh shstk_export_gdb_env), and
 SHSTK_STEPS, the JSON-lines step log.
 Importing this file does nothing; gdb runs it as a script (main()).
 """

@@ -154,7 +154,7 @@ test_budgets() {
 	"$SHSTK_TOP/scripts/test.sh" >>"$log" 2>&1 || rc=$?
 	echo "Warm \`make test\`: $(shstk_elapsed "$t0") s, exit $rc; each step against config/test-budgets:"
 	echo
-	PYTHONPATH=$SHSTK_TOP shstk_py -m checks.budgets --markdown "$SHSTK_OUT/test/steps.tsv" || touch "$over"
+	PYTHONPATH=$SHSTK_TOP shstk_py -m checks.budgets --markdown "$SHSTK_OUT/test$SHSTK_TREE_SUFFIX/steps.tsv" || touch "$over"
 	[ "$rc" -eq 0 ] || touch "$over"
 }
 

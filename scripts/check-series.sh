@@ -21,8 +21,9 @@ case "${1:-}" in
 *) shstk_die "unknown option '$1' (--bisect or nothing)" ;;
 esac
 
-# KSRC brings its series as its own commits: what this checks is the
-# project's series, patches/, against Debian's tree, as without KSRC.
+# KSRC alone brings its series as its own commits: what this checks is
+# the project's series, patches/, against Debian's tree, as without KSRC
+# (with SERIES, that series on KSRC's clone).
 if [ -n "$SHSTK_KSRC" ] && [ -z "$SHSTK_SERIES" ]; then
 	shstk_msg "KSRC=$SHSTK_KSRC has its series as commits; checking patches/ on Debian's tree"
 	SHSTK_KSRC='' exec "$0" "$@"

@@ -24,6 +24,10 @@ OUT=$SHSTK_OUT/cover-letter$SHSTK_TREE_SUFFIX
 SRC=$SHSTK_PATCHED_SRC
 NOTES=$SHSTK_TOP/patches/checkpatch-notes
 
+# Mails of a series applied here; a KSRC tree's own commits are its
+# developer's to send (git format-patch there).
+[ -z "$SHSTK_KSRC" ] || [ -n "$SHSTK_SERIES" ] ||
+	shstk_die "KSRC=$SHSTK_KSRC without SERIES=: no series is applied here to make mails of (git format-patch in your tree)"
 "$SHSTK_TOP/scripts/build/kernel-source.sh" >&2
 series_hash=$(cat "$SRC/.shstk-series")
 if [ -n "$(git -C "$SRC" status --porcelain --untracked-files=no)" ]; then

@@ -99,5 +99,5 @@ for a in "${arches[@]}"; do
 	shstk_msg "  $(printf '%-8s' "$a") $(cat "$tmp/$a.line")"
 done
 # An emulator that runs no arch at all was set up wrong (QEMU=, say).
-[ "$ran" -gt 0 ] || shstk_die "nothing ran: EMU=$emu left out every architecture (reasons above)"
+[ "$ran" -gt 0 ] || shstk_die "nothing ran: every architecture was left out (EMU=$emu${SHSTK_KSRC:+, KSRC=$SHSTK_KSRC}; reasons above)"
 exit "$rc"

@@ -131,6 +131,7 @@ for a in $arches; do
 	fi
 	arch_list+=("$a")
 done
+[ "${#arch_list[@]}" -gt 0 ] || shstk_die "no architecture to test: KSRC=$SHSTK_KSRC serves none of $arches (reasons above)"
 # One make test at a time in this checkout: its logs and tables are
 # rewritten below (its own side lane, started later, takes no lock).
 shstk_lock_out "$LOG"

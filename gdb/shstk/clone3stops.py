@@ -40,7 +40,7 @@ class Run:
     def __init__(self, f, arch, emu, breakpoints="hardware"):
         # breakpoints: how the emulator's gdbstub must break on user code,
         # as its backend declares it (scripts/vm/emulators/, scripts/lib/entry.sh
-        # export_gdb_env): "hardware", or "software-by-address".
+        # shstk_export_gdb_env): "hardware", or "software-by-address".
         self.arch, self.emu, self.breakpoints = arch, emu, breakpoints
         self.log = stepcheck.StepLog(f, "[gdb-check]", HEX)
         self.stops = stepcheck.Stops(PROG_COMM, self.log.say, round_start="entry")

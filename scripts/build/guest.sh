@@ -141,7 +141,7 @@ build_kselftests() {
 	[ -n "$missing" ] || [ "$(cat "$built" 2>/dev/null)" != "$made" ] || return 0
 	# Headers an older harness installed in the tree would come first
 	# (arm64/gcs's Makefile adds the tree's usr/include with -I).
-	if [ -f "$SRC/usr/.shstk-headers" ]; then
+	if [ -f "$SRC/usr/.shstk-headers" ] && [ -z "$SHSTK_KSRC" ]; then
 		git -C "$SRC" clean -qfdx -- usr/include
 		rm -f "$SRC/usr/.shstk-headers"
 	fi

@@ -83,9 +83,9 @@ stamp_tree() {
 	mv -f "$1/.shstk-series.new" "$1/.shstk-series"
 }
 
-# KSRC, read only: no optional locks, so that not even git's index in it
-# is rewritten.
-ksrc_git() { GIT_OPTIONAL_LOCKS=0 git -C "$SHSTK_KSRC" "$@"; }
+# KSRC, read only: no optional locks and no refresh after a diff, so that
+# not even git's index in it is rewritten.
+ksrc_git() { GIT_OPTIONAL_LOCKS=0 git -C "$SHSTK_KSRC" -c diff.autoRefreshIndex=false "$@"; }
 
 # What KSRC is, checked before any long step: a git tree's top, a kernel,
 # and one Kbuild can build out of tree.
@@ -120,19 +120,27 @@ ksrc_edits_hash() {
 	} | sha256sum | cut -c1-16
 }
 
-# KSRC as the tree of this run: its stamps in the cache (SHSTK_SRC_STAMPS),
+# One of KSRC's stamps, written whole: another lane may read it meanwhile.
+#   put_stamp NAME TEXT
+put_stamp() {
+	echo "$2" >"$SHSTK_KSRC_STAMPS/$1.new"
+	mv -f "$SHSTK_KSRC_STAMPS/$1.new" "$SHSTK_KSRC_STAMPS/$1"
+}
+
+# KSRC as the tree of this run: its stamps in the cache (SHSTK_KSRC_STAMPS),
 # its HEAD as the "series", its uncommitted changes as the edits.
 use_ksrc() {
 	local head edits name
 	head=$(ksrc_git rev-parse HEAD)
 	edits=$(ksrc_edits_hash)
+	# The results add " + local changes" from the edits' stamp.
 	name="KSRC=$SHSTK_KSRC at $(ksrc_git log -1 --format='%h ("%s")' HEAD)"
-	[ "$edits" = "$SHSTK_NO_EDITS" ] || name+=" + local changes"
 	mkdir -p "$SHSTK_KSRC_STAMPS"
-	echo "linux $(ksrc_version) (KSRC)" >"$SHSTK_KSRC_STAMPS/.shstk-kernel-version"
-	echo "$edits" >"$SHSTK_KSRC_STAMPS/.shstk-edits"
-	echo "ksrc-$head" >"$SHSTK_KSRC_STAMPS/.shstk-series"
-	echo "$name" >"$SHSTK_KSRC_STAMPS/.shstk-series-name"
+	put_stamp .shstk-kernel-version "linux $(ksrc_version) (KSRC)"
+	put_stamp .shstk-edits "$edits"
+	put_stamp .shstk-series "ksrc-$head"
+	put_stamp .shstk-series-name "$name"
+	[ "$edits" = "$SHSTK_NO_EDITS" ] || name+=" + local changes"
 	shstk_msg "kernel source: $name"
 }
 
@@ -193,11 +201,14 @@ if [ -n "$SHSTK_SERIES" ]; then
 	shstk_msg "SERIES=$SHSTK_SERIES: $what"
 	worktree "$SRC"
 	name="SERIES=$SHSTK_SERIES ($what)"
+	[ -z "$SHSTK_KSRC" ] || name+=" on KSRC=$SHSTK_KSRC at $(ksrc_git rev-parse --short HEAD)"
 else
 	name="patches/ ($(shstk_series_list "$PATCHES/series" | wc -l) patches)"
 fi
 
 want=$(shstk_series_hash "$PATCHES")
+# On KSRC, its HEAD is part of what was applied: a new one applies again.
+[ -z "$SHSTK_KSRC" ] || want+="-$(git -C "$REPO" rev-parse --short=12 shstk-base)"
 if [ "${1:-}" = --check ]; then
 	apply_series
 	exit 0

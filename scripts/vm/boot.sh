@@ -121,7 +121,7 @@ follower=$!
 t0=$EPOCHREALTIME
 rc=0
 # timeout sends TERM, then KILL 5 s later; its own status is 124 on expiry.
-# The tb script itself, not core.sh's tb function: "FUNCTION &" forks a
+# The tb script itself, not core.sh's shstk_tb function: "FUNCTION &" forks a
 # subshell that runs tb as its child, so $! (what cleanup signals) would be
 # the subshell, and a TERM to it would leave tb to start the emulator
 # anyway.  "SCRIPT &" execs: $! is tb, then timeout, through every exec.

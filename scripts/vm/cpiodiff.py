@@ -6,7 +6,7 @@
 
 OUTPUT (not compressed) has every entry of IMAGE that BASE has not, or has
 with another mode, owner, device or content, in IMAGE's order.  A run
-restored from a snapshot (scripts/lib/vm.sh snapshot_payload_cpio, for
+restored from a snapshot (scripts/lib/vm.sh shstk_snapshot_payload_cpio, for
 QEMU and Bochs) has BASE booted and unpacks this over it in the guest,
 where each byte costs: busybox, init and the bpftrace scripts are in
 both, and only the run's programs need to go.  Not compressed, because
