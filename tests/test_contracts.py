@@ -80,10 +80,6 @@ class KernelSourceStampsTest(unittest.TestCase):
 
     def kernel_source(self, **env):
         e = dict(os.environ, SHSTK_CACHE=self.cache, SHSTK_OUT=os.path.join(self.tmp, "out"), **env)
-        # Not the tree or series of the make test that runs this.
-        for k in ("SHSTK_BASELINE", "SHSTK_KSRC", "SHSTK_KSRC_TAG_OF", "SHSTK_SERIES", "SHSTK_SERIES_TAG_OF"):
-            e.pop(k, None)
-        e.update(env)
         return subprocess.run([os.path.join(self.top, "scripts", "build", "kernel-source.sh")],
                               env=e, capture_output=True, text=True, timeout=120)
 
@@ -166,10 +162,7 @@ class KsrcTest(unittest.TestCase):
 
     def kernel_source(self, ksrc=None, **env):
         e = dict(os.environ, SHSTK_CACHE=self.cache, SHSTK_OUT=os.path.join(self.tmp, "out"),
-                 SHSTK_KSRC=ksrc or self.ksrc)
-        for k in ("SHSTK_BASELINE", "SHSTK_SERIES", "SHSTK_KSRC_TAG_OF"):
-            e.pop(k, None)
-        e.update(env)
+                 SHSTK_KSRC=ksrc or self.ksrc, **env)
         return subprocess.run([os.path.join(self.top, "scripts", "build", "kernel-source.sh")],
                               env=e, capture_output=True, text=True, timeout=120)
 

@@ -173,14 +173,8 @@ class ArchInOnePlaceTest(unittest.TestCase):
 
     def test_no_arch_test_outside_the_per_arch_places(self):
         own = {"gdb/shstk/archops.py", "scripts/vm/emulators/bochs.sh"}
-        found = []
-        for path in tracked("*.py", "*.sh"):
-            if path in own or path.startswith("tests/"):
-                continue
-            with open(os.path.join(TOP, path)) as f:
-                found += [f"{path}:{n}: {line.strip()}" for n, line in enumerate(f, 1)
-                          if self.TEST.search(line) and not line.lstrip().startswith("#")]
-        self.assertEqual(found, [])
+        paths = [p for p in tracked("*.py", "*.sh") if p not in own and not p.startswith("tests/")]
+        self.assertEqual(grep(paths, self.TEST.pattern, code_only=True), [])
 
 
 class PythonLayersTest(unittest.TestCase):

@@ -50,8 +50,9 @@ read -ra ARCH_CFLAGS <<<"$(shstk_arch_fact "$ARCH" guest_cflags)"
 # What the programs are built from, besides their sources: the tree (its
 # series and local edits) and the kernel headers in $HDR.
 tree_series='' tree_edits='' headers=''
-shstk_read_stamp tree_series "$(shstk_tree_stamps "$SRC")/.shstk-series" scripts/build/kernel-source.sh
-shstk_read_stamp tree_edits "$(shstk_tree_stamps "$SRC")/.shstk-edits" scripts/build/kernel-source.sh
+stamps=$(shstk_tree_stamps "$SRC")
+shstk_read_stamp tree_series "$stamps/.shstk-series" scripts/build/kernel-source.sh
+shstk_read_stamp tree_edits "$stamps/.shstk-edits" scripts/build/kernel-source.sh
 shstk_read_stamp headers "$KBUILD_DIR/.shstk-headers" scripts/build/kernel.sh
 # The name of the token's field, clone_args' twelfth u64 (offset 88), as
 # the kernel headers have it: shadow_stack_token up to v20 of the series,

@@ -77,10 +77,15 @@ apply_series() {
 # output, is empty), so that no later step need look at its 96,000 files.
 #   stamp_tree TREE SERIES EDITS
 stamp_tree() {
-	{ [ -z "$3" ] || git -C "$1" diff HEAD; } | sha256sum | cut -c1-16 >"$1/.shstk-edits.new"
-	mv -f "$1/.shstk-edits.new" "$1/.shstk-edits"
-	echo "$2" >"$1/.shstk-series.new"
-	mv -f "$1/.shstk-series.new" "$1/.shstk-series"
+	put_stamp "$1" .shstk-edits "$({ [ -z "$3" ] || git -C "$1" diff HEAD; } | sha256sum | cut -c1-16)"
+	put_stamp "$1" .shstk-series "$2"
+}
+
+# One stamp, written whole: another lane may read it meanwhile.
+#   put_stamp DIR NAME TEXT
+put_stamp() {
+	echo "$3" >"$1/$2.new"
+	mv -f "$1/$2.new" "$1/$2"
 }
 
 # KSRC, read only: no optional locks and no refresh after a diff, so that
@@ -120,13 +125,6 @@ ksrc_edits_hash() {
 	} | sha256sum | cut -c1-16
 }
 
-# One of KSRC's stamps, written whole: another lane may read it meanwhile.
-#   put_stamp NAME TEXT
-put_stamp() {
-	echo "$2" >"$SHSTK_KSRC_STAMPS/$1.new"
-	mv -f "$SHSTK_KSRC_STAMPS/$1.new" "$SHSTK_KSRC_STAMPS/$1"
-}
-
 # KSRC as the tree of this run: its stamps in the cache (SHSTK_KSRC_STAMPS),
 # its HEAD as the "series", its uncommitted changes as the edits.
 use_ksrc() {
@@ -136,10 +134,10 @@ use_ksrc() {
 	# The results add " + local changes" from the edits' stamp.
 	name="KSRC=$SHSTK_KSRC at $(ksrc_git log -1 --format='%h ("%s")' HEAD)"
 	mkdir -p "$SHSTK_KSRC_STAMPS"
-	put_stamp .shstk-kernel-version "linux $(ksrc_version) (KSRC)"
-	put_stamp .shstk-edits "$edits"
-	put_stamp .shstk-series "ksrc-$head"
-	put_stamp .shstk-series-name "$name"
+	put_stamp "$SHSTK_KSRC_STAMPS" .shstk-kernel-version "linux $(ksrc_version) (KSRC)"
+	put_stamp "$SHSTK_KSRC_STAMPS" .shstk-edits "$edits"
+	put_stamp "$SHSTK_KSRC_STAMPS" .shstk-series "ksrc-$head"
+	put_stamp "$SHSTK_KSRC_STAMPS" .shstk-series-name "$name"
 	[ "$edits" = "$SHSTK_NO_EDITS" ] || name+=" + local changes"
 	shstk_msg "kernel source: $name"
 }
@@ -187,7 +185,7 @@ if [ -n "$SHSTK_BASELINE" ]; then
 	worktree "$SHSTK_SRC"
 	git -C "$SHSTK_SRC" checkout -q --detach shstk-base
 	stamp_tree "$SHSTK_SRC" baseline "$(git -C "$SHSTK_SRC" status --porcelain --untracked-files=no)"
-	echo "none (the pristine tree)" >"$SHSTK_SRC/.shstk-series-name"
+	put_stamp "$SHSTK_SRC" .shstk-series-name "none (the pristine tree)"
 	shstk_msg "baseline: the pristine tree in $SHSTK_SRC, without the series"
 	exit 0
 fi
@@ -222,7 +220,7 @@ if [ "$want" = "$have" ]; then
 		git_src status --short --untracked-files=no | head -n 20 >&2
 	fi
 	stamp_tree "$SRC" "$want" "$edits"
-	echo "$name" >"$SRC/.shstk-series-name"
+	put_stamp "$SRC" .shstk-series-name "$name"
 	exit 0
 fi
 if [ -n "$edits" ]; then
@@ -238,4 +236,4 @@ apply_series
 git_src checkout -q -f --detach "$(git -C "$AM" rev-parse HEAD)"
 # checkout -f left no edits behind.
 stamp_tree "$SRC" "$want" ""
-echo "$name" >"$SRC/.shstk-series-name"
+put_stamp "$SRC" .shstk-series-name "$name"

@@ -109,9 +109,9 @@ shstk_tree_stamps() {
 shstk_tree_serves() {
 	local fact opt since karch
 	[ -n "$SHSTK_KSRC" ] || return 0
-	fact=$(shstk_arch_fact "$1" kernel_shstk_option)
+	shstk_arch_fact_to fact "$1" kernel_shstk_option
+	shstk_arch_fact_to karch "$1" kernel_arch
 	opt=${fact%% *} since=${fact#"$opt"}
-	karch=$(shstk_arch_fact "$1" kernel_arch)
 	grep -qsE "^[[:space:]]*config[[:space:]]+$opt\b" "$SHSTK_KSRC"/arch/"$karch"/Kconfig* && return 0
 	echo "KSRC=$SHSTK_KSRC has no CONFIG_$opt in arch/$karch/Kconfig (the $1 user shadow stack${since:+, Linux$since or later})"
 	return 1
