@@ -12,7 +12,8 @@
  * Each case is declared where it is defined (CASE(), lib/case.h) and runs in
  * the order of this file: first those that run before the program enables
  * shadow stacks, then the rest, skipped where shadow stacks could not be
- * enabled if they need them.
+ * enabled if they need them.  A case that passes a token (.needs_token)
+ * skips where the kernel's clone_args has none, a tree without the series.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -244,7 +245,7 @@ static bool smaps_shstk(uint64_t addr, long *size_kb, long *rss_kb)
  * the token with EINVAL and leave it untouched.  Where the CPU has no shadow
  * stack, map_shadow_stack() fails, so an aligned ordinary word stands in.
  */
-CASE(caller_without_shstk_einval, .before_enable = true)
+CASE(caller_without_shstk_einval, .before_enable = true, .needs_token = true)
 {
 	uint64_t token = new_token(PAGE, NULL);
 	bool real = token != 0;
@@ -291,7 +292,7 @@ static int not_user_tokens_refused(long want)
 }
 
 /* From a caller without shadow stacks: EINVAL, before any address check. */
-CASE(not_user_address_without_shstk_einval, .before_enable = true)
+CASE(not_user_address_without_shstk_einval, .before_enable = true, .needs_token = true)
 {
 	return not_user_tokens_refused(-EINVAL);
 }
@@ -320,7 +321,7 @@ CASE(size_ver2_ignores_token, .before_enable = true)
 }
 
 /* With size 96 (VER3) the field is read. */
-CASE(size_ver3_reads_token, .before_enable = true)
+CASE(size_ver3_reads_token, .before_enable = true, .needs_token = true)
 {
 	long pid = start_refused(0, 0x1001, CLONE_ARGS_SIZE_VER3);
 
@@ -406,7 +407,7 @@ CASE(plain_load_of_shstk_page_without_shstk, .before_enable = true)
 /* ---- cases that run once shadow stacks are enabled, where they can be ---- */
 
 /* A token address that is not 8-byte aligned. */
-CASE(misaligned_token_einval)
+CASE(misaligned_token_einval, .needs_token = true)
 {
 	uint64_t token;
 	long pid;
@@ -424,7 +425,7 @@ CASE(misaligned_token_einval)
 }
 
 /* The token is valid, consumed, and the child starts just above it. */
-CASE(token_consumed_child_on_new_stack, .needs_shstk = true)
+CASE(token_consumed_child_on_new_stack, .needs_shstk = true, .needs_token = true)
 {
 	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
@@ -447,7 +448,7 @@ CASE(token_consumed_child_on_new_stack, .needs_shstk = true)
 }
 
 /* Nested calls in the child push onto and return from the new stack. */
-CASE(child_nested_calls, .needs_shstk = true)
+CASE(child_nested_calls, .needs_shstk = true, .needs_token = true)
 {
 	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
@@ -466,7 +467,7 @@ CASE(child_nested_calls, .needs_shstk = true)
 }
 
 /* A forged return address in the child is a shadow stack fault. */
-CASE(child_forged_return_faults, .needs_shstk = true)
+CASE(child_forged_return_faults, .needs_shstk = true, .needs_token = true)
 {
 	struct sigaction sa = { .sa_sigaction = fault_handler, .sa_flags = SA_SIGINFO };
 	struct sigaction old_segv, old_ill;
@@ -491,7 +492,7 @@ CASE(child_forged_return_faults, .needs_shstk = true)
 }
 
 /* A consumed token cannot start a second thread. */
-CASE(reuse_consumed_token_einval, .needs_shstk = true)
+CASE(reuse_consumed_token_einval, .needs_shstk = true, .needs_token = true)
 {
 	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
@@ -506,7 +507,7 @@ CASE(reuse_consumed_token_einval, .needs_shstk = true)
 }
 
 /* A "token" in ordinary memory. */
-CASE(normal_memory_efault, .needs_shstk = true)
+CASE(normal_memory_efault, .needs_shstk = true, .needs_token = true)
 {
 	uint64_t *mem = malloc(PAGE);
 	uint64_t token = (uint64_t)&mem[PAGE / 8 - 1];
@@ -521,7 +522,7 @@ CASE(normal_memory_efault, .needs_shstk = true)
 }
 
 /* A shadow stack page mapped without a token. */
-CASE(shstk_page_without_token_einval, .needs_shstk = true)
+CASE(shstk_page_without_token_einval, .needs_shstk = true, .needs_token = true)
 {
 	long base = map_shadow_stack(0, PAGE, 0);
 	uint64_t token = shstk_token_addr(base, PAGE);
@@ -535,7 +536,7 @@ CASE(shstk_page_without_token_einval, .needs_shstk = true)
 }
 
 /* An address with nothing mapped. */
-CASE(unmapped_address_efault, .needs_shstk = true)
+CASE(unmapped_address_efault, .needs_shstk = true, .needs_token = true)
 {
 	unsigned long base;
 	uint64_t token = new_token(PAGE, &base);
@@ -557,7 +558,7 @@ CASE(unmapped_address_efault, .needs_shstk = true)
  * for its VMA lookup only refused with EFAULT instead.  Where no tagging
  * is on, neither is a user address: EFAULT.
  */
-CASE(tagged_token_refused, .needs_shstk = true)
+CASE(tagged_token_refused, .needs_shstk = true, .needs_token = true)
 {
 	static uint64_t plain_word;
 	const uint64_t tag = 0x5aULL << 56;
@@ -586,7 +587,7 @@ CASE(tagged_token_refused, .needs_shstk = true)
  * 8) went back through copy_thread()'s IS_ERR_VALUE() test and came out as a
  * made-up errno (0xfffffffffffffff0: ENOEXEC; 0xfffffffffffff000: 4088).
  */
-CASE(not_user_address_efault, .needs_shstk = true)
+CASE(not_user_address_efault, .needs_shstk = true, .needs_token = true)
 {
 	return not_user_tokens_refused(-EFAULT);
 }
@@ -599,7 +600,7 @@ CASE(not_user_address_efault, .needs_shstk = true)
  * file afterwards show through the mapping.  A forced write lookup before
  * the VMA check breaks COW, leaving an anonymous copy with the old bytes.
  */
-CASE(readonly_file_mapping_efault_no_cow, .needs_shstk = true)
+CASE(readonly_file_mapping_efault_no_cow, .needs_shstk = true, .needs_token = true)
 {
 	char path[] = "/tmp/shstk_clone3.XXXXXX";
 	uint64_t token, word, before, after = 0;
@@ -698,7 +699,7 @@ static const char *foll_pins(long *acquired, long *released)
  * Documentation/core-api/pin_user_pages.rst asks of code that writes to a
  * page's data), and unpins it before clone3() returns.
  */
-CASE(token_page_pinned_foll_pin, .needs_shstk = true)
+CASE(token_page_pinned_foll_pin, .needs_shstk = true, .needs_token = true)
 {
 	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
@@ -751,23 +752,23 @@ static int token_with_flags(uint64_t flags, bool consumed_in_parent)
 	return PASS;
 }
 
-CASE(no_clone_vm_token_in_child_copy, .needs_shstk = true)
+CASE(no_clone_vm_token_in_child_copy, .needs_shstk = true, .needs_token = true)
 {
 	return token_with_flags(0, false);
 }
 
-CASE(clone_vfork_token_in_child_copy, .needs_shstk = true)
+CASE(clone_vfork_token_in_child_copy, .needs_shstk = true, .needs_token = true)
 {
 	return token_with_flags(CLONE_VFORK, false);
 }
 
-CASE(clone_vm_vfork_token_consumed, .needs_shstk = true)
+CASE(clone_vm_vfork_token_consumed, .needs_shstk = true, .needs_token = true)
 {
 	return token_with_flags(CLONE_VM | CLONE_VFORK, true);
 }
 
 /* Many threads, each on its own small shadow stack, all at once. */
-CASE(threads_64_own_shstk, .needs_shstk = true)
+CASE(threads_64_own_shstk, .needs_shstk = true, .needs_token = true)
 {
 	static unsigned long base[MANY_THREADS];
 	static uint64_t token[MANY_THREADS];
@@ -852,7 +853,7 @@ static int mem_run(bool user, long *size_kb, long *rss_kb)
 	return PASS;
 }
 
-CASE(memory_256_threads, .needs_shstk = true)
+CASE(memory_256_threads, .needs_shstk = true, .needs_token = true)
 {
 	long user_size, user_rss, kern_size, kern_rss;
 
@@ -948,7 +949,7 @@ CASE(failed_fork_frees_shadow_stack, .needs_shstk = true)
  * fails with EMFILE: the token must still be valid, and a retry with it
  * start the child just above it.
  */
-CASE(pidfd_emfile_leaves_token_for_retry, .needs_shstk = true)
+CASE(pidfd_emfile_leaves_token_for_retry, .needs_shstk = true, .needs_token = true)
 {
 	struct report *r = &reports[0];
 	uint64_t token = new_token(PAGE, NULL);
@@ -1190,7 +1191,7 @@ static void signal_frame_child(void)
  * call is accepted, the token consumed, and the thread in the handler
  * cannot return from it (SIGSEGV).
  */
-CASE(signal_frame_token_of_live_thread, .needs_shstk = true)
+CASE(signal_frame_token_of_live_thread, .needs_shstk = true, .needs_token = true)
 {
 	struct signal_frame *f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE,
 				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1231,7 +1232,7 @@ CASE(signal_frame_token_of_live_thread, .needs_shstk = true)
 }
 
 /* Two threads race clone3() on one token: exactly one wins each round. */
-CASE(race_same_token_one_wins, .needs_shstk = true)
+CASE(race_same_token_one_wins, .needs_shstk = true, .needs_token = true)
 {
 	static struct token_racer racers[2];
 	static volatile int go;
@@ -1290,6 +1291,10 @@ static void run_case(const struct guest_case *c)
 {
 	int v;
 
+	if (c->needs_token && shstk_token_missing()) {
+		ktap_result(0, c->name, shstk_token_missing());
+		return;
+	}
 	if (c->needs_shstk && !shstk_enabled) {
 		ktap_result(0, c->name, skip_reason);
 		return;

@@ -68,6 +68,10 @@ int main(void)
 	long base;
 
 	ktap_plan(1);
+	if (shstk_token_missing()) {
+		ktap_result(0, "race_one_token_one_winner", shstk_token_missing());
+		ktap_finish();
+	}
 	shstk_enabled = shstk_enable();
 	if (!shstk_enabled) {
 		ktap_result(0, "race_one_token_one_winner",

@@ -42,9 +42,7 @@ why=
 if [ -n "$why" ]; then
 	# make test asks every emulator: the check is then a skip that says why.
 	[ -n "$check" ] || shstk_die "$why"
-	echo "$ARCH   SKIP  make replay  # SKIP $why"
-	echo "replay $ARCH: 0 passed, 0 failed, 1 skipped"
-	exit 0
+	shstk_skip_step replay "$why"
 fi
 OUT=$EMU_OUT/replay
 shstk_lock_out "$OUT"
@@ -53,6 +51,8 @@ TIMEOUT=${SHSTK_REPLAY_TIMEOUT:-300}
 GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-180}
 # The project's QEMU is built here, before anything is timed.
 shstk_build_boot --gdb replay
+why=$(shstk_token_missing)
+[ -z "$why" ] || shstk_skip_step replay "$why"
 prog=$GUEST_DIR/bin/token_race
 rm -rf "$OUT"
 mkdir -p "$RR"

@@ -34,6 +34,7 @@ struct guest_case {
 	unsigned int line;
 	/* Properties: each program reads the ones its driver knows. */
 	bool needs_shstk;	/* skipped where shadow stacks cannot be on */
+	bool needs_token;	/* skipped where clone_args has no token */
 	bool before_enable;	/* runs before the program enables them */
 	int exit_status;	/* what the child running the case exits with */
 };

@@ -22,19 +22,52 @@
 #include <linux/sched.h>	/* struct clone_args of the patched kernel */
 #include <asm/unistd.h>
 
-#ifndef CLONE_ARGS_SIZE_VER3
-#error "kernel headers without a clone_args shadow stack token: build against the patched tree"
-#endif
 /*
  * The token's field of struct clone_args, named shadow_stack_token up to
  * v20 of the series and shstk_token since: scripts/build/guest.sh passes
  * the name the kernel headers give the u64 at offset 88.
+ *
+ * Headers without it (a tree without the series) come with SHSTK_NO_TOKEN,
+ * why, instead: the programs are then built against the series' layout,
+ * below, so that they compile unchanged, and every case that needs the
+ * token skips with that reason (shstk_token_missing()).
  */
+#ifdef SHSTK_NO_TOKEN
+struct shstk_clone_args_ver3 {
+	__aligned_u64 flags;
+	__aligned_u64 pidfd;
+	__aligned_u64 child_tid;
+	__aligned_u64 parent_tid;
+	__aligned_u64 exit_signal;
+	__aligned_u64 stack;
+	__aligned_u64 stack_size;
+	__aligned_u64 tls;
+	__aligned_u64 set_tid;
+	__aligned_u64 set_tid_size;
+	__aligned_u64 cgroup;
+	__aligned_u64 shstk_token;
+};
+#define clone_args shstk_clone_args_ver3
+#define SHSTK_TOKEN_FIELD shstk_token
+#define CLONE_ARGS_SIZE_VER3 96
+#endif
 #ifndef SHSTK_TOKEN_FIELD
 #error "SHSTK_TOKEN_FIELD is not set: scripts/build/guest.sh reads it from the kernel headers"
 #endif
 static_assert(offsetof(struct clone_args, SHSTK_TOKEN_FIELD) == 88,
 	      "the shadow stack token is the u64 at offset 88 of struct clone_args");
+static_assert(sizeof(struct clone_args) == CLONE_ARGS_SIZE_VER3,
+	      "struct clone_args ends with the shadow stack token");
+
+/* Why the kernel built with these headers takes no token, or NULL. */
+static inline const char *shstk_token_missing(void)
+{
+#ifdef SHSTK_NO_TOKEN
+	return SHSTK_NO_TOKEN;
+#else
+	return NULL;
+#endif
+}
 
 #ifndef __NR_map_shadow_stack
 #define __NR_map_shadow_stack 453

@@ -58,20 +58,33 @@ shstk_read_stamp headers "$KBUILD_DIR/.shstk-headers" scripts/build/kernel.sh
 # the kernel headers have it: shadow_stack_token up to v20 of the series,
 # shstk_token since v21.  The programs and the bpftrace scripts use it by
 # that name (SHSTK_TOKEN_FIELD), kernel_clone_args having the same one.
-token_field=$([ ! -f "$HDR/linux/sched.h" ] || awk '/^struct clone_args \{/ { in_struct = 1; next }
+[ -f "$HDR/linux/sched.h" ] || shstk_die "no linux/sched.h in the kernel headers $HDR"
+token_field=$(awk '/^struct clone_args \{/ { in_struct = 1; next }
 	in_struct && /^\};/ { exit }
 	in_struct && $1 == "__aligned_u64" { if (++n == 12) { sub(/;.*/, "", $2); print $2; exit } }' \
 	"$HDR/linux/sched.h")
-[ -f "$HDR/linux/sched.h" ] || shstk_die "no linux/sched.h in the kernel headers $HDR"
-[ -n "$token_field" ] ||
-	shstk_die "the kernel headers have no shadow stack token in struct clone_args (no u64 at offset 88 in $HDR/linux/sched.h)"
+# A tree without the series has none: the programs are built all the same,
+# and every case, gdb-check, trace and replay that needs the token skips
+# with this reason, which they read from $GUEST/token-missing.
+token_missing=
+if [ -z "$token_field" ]; then
+	token_missing="this kernel has no shadow stack token in struct clone_args"
+	token_missing+=" (no u64 at offset 88 in include/uapi/linux/sched.h of $SRC)"
+fi
 mkdir -p "$GUEST/bin" "$GUEST/ksft" "$GUEST/include"
+if [ -n "$token_field" ]; then
+	token_flag=(-DSHSTK_TOKEN_FIELD="$token_field")
+else
+	token_flag=(-DSHSTK_NO_TOKEN="\"$token_missing\"")
+fi
 # One build per arch at a time: make test's two lanes (after a kernel
 # change, every image is rebuilt) and make fuzz's VMs may ask for one
 # arch's images at the same moment, and two builds would both write its
 # lists (a suite listed twice ran each program twice) and its programs.
 exec {build_lock}>"$GUEST/.build.lock"
 flock "$build_lock"
+printf '%s\n' "$token_missing" >"$GUEST/token-missing.$$"
+mv "$GUEST/token-missing.$$" "$GUEST/token-missing"
 # The gdb scenario's cases, for guest/shstk_gdb.c, from their one
 # description (spec/scenario.py, which imports nothing of the project's):
 # made again when that file's content changed, rewritten only when the
@@ -106,7 +119,7 @@ build_ours() {
 	# that hold them, new): sources named relative to it, compiled from
 	# it, and the key without it.
 	flags=(-static -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror "${ARCH_CFLAGS[@]}"
-		-DSHSTK_TOKEN_FIELD="$token_field"
+		"${token_flag[@]}"
 		-isystem "$HDR" -I"$SHSTK_TOP/guest" -I"$GUEST/include" -ffile-prefix-map="$SHSTK_TOP=.")
 	key=$({
 		printf '%s\n' "$CC" "${flags[@]//"$SHSTK_TOP"/@TOP@}"
@@ -289,7 +302,7 @@ for bt in "$SHSTK_TOP"/trace/*.bt; do
 	elif compgen -G "$part.*.bt" >/dev/null; then
 		shstk_die "trace/$name has arch parts, but none for $ARCH (trace/${name%.bt}.$ARCH.bt)"
 	fi
-	cat "${parts[@]}" | sed "s/\bSHSTK_TOKEN_FIELD\b/$token_field/g" >"$GUEST/trace/$name"
+	cat "${parts[@]}" | sed "s/\bSHSTK_TOKEN_FIELD\b/${token_field:-SHSTK_TOKEN_FIELD}/g" >"$GUEST/trace/$name"
 	echo "file /trace/$name $GUEST/trace/$name 0644 0 0" >>"$trace"
 done
 cat "$trace" >>"$base_list"

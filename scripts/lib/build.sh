@@ -158,6 +158,16 @@ shstk_build_guest() {
 	SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" "$@"
 }
 
+# Why the guest programs cannot pass a token to this arch's kernel (its
+# headers have none: a tree without the series), or nothing; written by
+# scripts/build/guest.sh.
+#   shstk_token_missing
+shstk_token_missing() {
+	local f=$GUEST_DIR/token-missing
+	[ -f "$f" ] || shstk_die "no $f: scripts/build/guest.sh has not built $ARCH's guest"
+	cat "$f"
+}
+
 # The guest image a post-boot snapshot boots (guest.sh --snapshot-base)
 # that goes with IMAGE: the one guest.sh made with IMAGE while it is still
 # the one there (its key, kept beside IMAGE, against the base's own), else

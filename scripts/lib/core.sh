@@ -116,6 +116,14 @@ shstk_msg()  { printf '[%s] %s\n' "$_shstk_prog" "$*" >&2; }
 shstk_warn() { printf '[%s] warning: %s\n' "$_shstk_prog" "$*" >&2; }
 shstk_die()  { _shstk_stopped "$*"; exit 1; }
 
+# A VM step that cannot check anything here ends as one skip that says why,
+# in the form make test counts (checks/summary.py).   shstk_skip_step STEP WHY
+shstk_skip_step() {
+	echo "$ARCH   SKIP  make $1  # SKIP $2"
+	echo "$1 $ARCH: 0 passed, 0 failed, 1 skipped"
+	exit 0
+}
+
 # _shstk_stopped REASON: say why this script stops, on stderr and, when
 # the script is the shell a caller asked about (not one of its subshells),
 # in SHSTK_STATUS_FILE, where scripts/each-arch.sh finds it.
