@@ -66,7 +66,7 @@ done
 # own build (olddefconfig drops what an early prefix does not have yet).
 WT=$SHSTK_CACHE/src/bisect$SHSTK_TREE_SUFFIX
 shstk_lock_or_wait "$WT.lock" "another make check-series BISECT=1"
-shstk_base_worktree "$SHSTK_KERNEL_REPO" "$WT"
+shstk_base_worktree "$SHSTK_BASE_REPO" "$WT"
 bisect_arch() {
 	local arch=$1 i c log t0 subject
 	shstk_arch_vars "$arch"

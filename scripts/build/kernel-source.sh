@@ -19,10 +19,7 @@ set -euo pipefail
 # shellcheck source=../lib/build.sh
 . "$SHSTK_TOP/scripts/lib/build.sh"
 
-REPO=$SHSTK_KERNEL_REPO
-# KSRC with SERIES: the repository the series' worktree comes from is a
-# clone of KSRC (ksrc_repo).
-[ -z "$SHSTK_KSRC" ] || REPO=$SHSTK_KERNEL_REPO-$SHSTK_KSRC_TAG
+REPO=$SHSTK_BASE_REPO
 SRC=$SHSTK_PATCHED_SRC
 AM=$SHSTK_AM_SRC
 DL=$SHSTK_CACHE/downloads
@@ -104,8 +101,12 @@ ksrc_check() {
 	ksrc_git rev-parse -q --verify HEAD >/dev/null || shstk_die "KSRC=$SHSTK_KSRC has no commit yet"
 	[[ -f $SHSTK_KSRC/kernel/fork.c && -f $SHSTK_KSRC/scripts/kconfig/merge_config.sh ]] ||
 		shstk_die "KSRC=$SHSTK_KSRC is not a Linux tree (no kernel/fork.c or scripts/kconfig/merge_config.sh)"
-	[[ ! -e $SHSTK_KSRC/.config && ! -d $SHSTK_KSRC/include/config ]] ||
-		shstk_die "KSRC=$SHSTK_KSRC has been built in (it has a .config): Kbuild builds out of tree only from a clean source tree; run 'make mrproper' there, or give a clean worktree (git worktree add)"
+	# What Kbuild's own check for a clean source tree looks at.
+	local built
+	built=$(cd "$SHSTK_KSRC" && compgen -G '.config' || compgen -G 'include/config' ||
+		compgen -G 'arch/*/include/generated') || true
+	[ -z "$built" ] ||
+		shstk_die "KSRC=$SHSTK_KSRC has been built in (it has $(head -n1 <<<"$built")): Kbuild builds out of tree only from a clean source tree; run 'make mrproper' there, or give a clean worktree (git worktree add)"
 }
 
 # KSRC's version, from its Makefile (make would want to write nothing, but

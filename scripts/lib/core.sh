@@ -70,6 +70,9 @@ fi
 # The kernel git repository (Debian's source, committed pristine and
 # tagged shstk-base), which is also the tree with patches/ applied.
 SHSTK_KERNEL_REPO=$SHSTK_CACHE/src/linux
+# The repository the series is applied in: Debian's, or for KSRC with
+# SERIES a clone of KSRC (build/kernel-source.sh ksrc_repo).
+SHSTK_BASE_REPO=$SHSTK_KERNEL_REPO${SHSTK_KSRC_TAG:+-$SHSTK_KSRC_TAG}
 # What every name of this tree's own things (builds, guest programs,
 # outputs) ends in: "-<KSRC's tag>", "-<SERIES's tag>", both, or nothing.
 SHSTK_TREE_SUFFIX=${SHSTK_KSRC_TAG:+-$SHSTK_KSRC_TAG}${SHSTK_SERIES_TAG:+-$SHSTK_SERIES_TAG}
@@ -97,7 +100,7 @@ SHSTK_SRC=$SHSTK_PATCHED_SRC
 
 export SHSTK_TOP SHSTK_CACHE SHSTK_OUT SHSTK_KERNEL_PKG SHSTK_KERNEL_SUITE SHSTK_BASELINE \
 	SHSTK_SERIES SHSTK_SERIES_TAG SHSTK_SERIES_TAG_OF SHSTK_SERIES_DIR \
-	SHSTK_KSRC SHSTK_KSRC_TAG SHSTK_KSRC_TAG_OF SHSTK_TREE_SUFFIX SHSTK_KERNEL_REPO \
+	SHSTK_KSRC SHSTK_KSRC_TAG SHSTK_KSRC_TAG_OF SHSTK_TREE_SUFFIX SHSTK_KERNEL_REPO SHSTK_BASE_REPO \
 	SHSTK_PATCHED_SRC SHSTK_KSRC_STAMPS SHSTK_AM_SRC SHSTK_SRC
 
 # Messages name their script by its place under scripts/ ("vm/boot.sh").
