@@ -226,7 +226,7 @@ static void one_call(void)
 		CLONE_ARGS_SIZE_VER3 + 8, 95, 97, 56, PAGE + 8,
 	};
 	struct {
-		struct clone_args args;
+		struct shstk_clone_args args;
 		uint64_t tail[(PAGE + 16) / 8];
 	} *ext = (void *)(stack_area + 6 * STACK);
 	struct call c = { 0 };
@@ -251,7 +251,7 @@ static void one_call(void)
 	ext->args.exit_signal = c.flags & CLONE_THREAD ? 0 : SIGCHLD;
 	ext->args.child_tid = (uint64_t)&ctid;
 	ctid = -1;
-	ext->args.SHSTK_TOKEN_FIELD = c.token;
+	ext->args.shstk_token = c.token;
 	if (c.flags & CLONE_VM) {
 		ext->args.stack = (uint64_t)stack_area;
 		ext->args.stack_size = STACK;
@@ -334,7 +334,7 @@ static unsigned long race(unsigned long rounds)
 		uint64_t token = fresh_token();
 		long pid[2];
 		int st[2], wins = 0, einval = 0;
-		struct clone_args ra;
+		struct shstk_clone_args ra;
 
 		go = 0;
 		for (i = 0; i < 2; i++) {
@@ -343,7 +343,7 @@ static unsigned long race(unsigned long rounds)
 			racers[i].args.exit_signal = SIGCHLD;
 			racers[i].args.stack = (uint64_t)(stack_area + (2 + i) * STACK);
 			racers[i].args.stack_size = STACK;
-			racers[i].args.SHSTK_TOKEN_FIELD = token;
+			racers[i].args.shstk_token = token;
 			racers[i].go = &go;
 			memset(&ra, 0, sizeof(ra));
 			ra.flags = CLONE_VM;

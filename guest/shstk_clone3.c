@@ -153,14 +153,14 @@ static long start_child(uint64_t flags, uint64_t token, size_t size,
 {
 	/* Room for a struct larger than the kernel knows. */
 	struct {
-		struct clone_args args;
+		struct shstk_clone_args args;
 		uint64_t unknown[2];
 	} ext;
 
 	memset(&ext, 0, sizeof(ext));
 	ext.args.flags = flags;
 	ext.args.exit_signal = SIGCHLD;
-	ext.args.SHSTK_TOKEN_FIELD = token;
+	ext.args.shstk_token = token;
 	if (flags & CLONE_VM) {
 		ext.args.stack = (uint64_t)map_stack(CHILD_STACK);
 		ext.args.stack_size = CHILD_STACK;
@@ -818,7 +818,7 @@ static int mem_run(bool user, long *size_kb, long *rss_kb)
 	CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
 	smaps_shstk(0, &before_size, &before_rss);
 	for (i = 0; i < MEM_THREADS; i++) {
-		struct clone_args args = {
+		struct shstk_clone_args args = {
 			.flags = CLONE_VM | CLONE_FILES,
 			.exit_signal = SIGCHLD,
 			.stack = (uint64_t)(stacks[i] = map_stack(stack)),
@@ -826,8 +826,8 @@ static int mem_run(bool user, long *size_kb, long *rss_kb)
 		};
 
 		if (user) {
-			args.SHSTK_TOKEN_FIELD = new_token(PAGE, NULL);
-			CHECK(args.SHSTK_TOKEN_FIELD, "map_shadow_stack %d failed", i);
+			args.shstk_token = new_token(PAGE, NULL);
+			CHECK(args.shstk_token, "map_shadow_stack %d failed", i);
 		}
 		memset(&reports[i], 0, sizeof(reports[i]));
 		reports[i].fd = fds[0];
@@ -914,7 +914,7 @@ CASE(failed_fork_frees_shadow_stack, .needs_shstk = true)
 	lim.rlim_cur = fd;
 	CHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0, "setrlimit: %s", strerror(errno));
 	for (i = 0; i < FAILED_FORKS; i++) {
-		struct clone_args args = {
+		struct shstk_clone_args args = {
 			.flags = CLONE_VM | CLONE_PIDFD,
 			.pidfd = (uint64_t)&pidfd,
 			.exit_signal = SIGCHLD,
@@ -956,13 +956,13 @@ CASE(pidfd_emfile_leaves_token_for_retry, .needs_shstk = true, .needs_token = tr
 	struct rlimit old, lim;
 	int fd, pidfd = -1;
 	long ret, pid;
-	struct clone_args args = {
+	struct shstk_clone_args args = {
 		.flags = CLONE_VM | CLONE_PIDFD,
 		.pidfd = (uint64_t)&pidfd,
 		.exit_signal = SIGCHLD,
 		.stack = (uint64_t)map_stack(CHILD_STACK),
 		.stack_size = CHILD_STACK,
-		.SHSTK_TOKEN_FIELD = token,
+		.shstk_token = token,
 	};
 
 	CHECK(token, "map_shadow_stack failed");
@@ -1134,12 +1134,12 @@ static void signal_frame_child(void)
 {
 	struct signal_frame *f = signal_frame;
 	struct sigaction sa = { .sa_handler = signal_frame_handler };
-	struct clone_args thread = {
+	struct shstk_clone_args thread = {
 		.flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD,
 		.stack = (uint64_t)map_stack(CHILD_STACK),
 		.stack_size = CHILD_STACK,
 	};
-	struct clone_args args = {
+	struct shstk_clone_args args = {
 		.flags = CLONE_VM,
 		.exit_signal = SIGCHLD,
 		.stack = (uint64_t)map_stack(CHILD_STACK),
@@ -1167,7 +1167,7 @@ static void signal_frame_child(void)
 	if (!f->token)
 		_exit(EXIT_NO_SIGNAL_TOKEN);
 	f->word_before = shstk_peek(f->token);
-	args.SHSTK_TOKEN_FIELD = f->token;
+	args.shstk_token = f->token;
 	f->ret = clone3_run(&args, CLONE_ARGS_SIZE_VER3, NULL, &reports[0]);
 	if (f->ret > 0) {
 		reap(f->ret);
@@ -1240,7 +1240,7 @@ CASE(race_same_token_one_wins, .needs_shstk = true, .needs_token = true)
 
 	for (round = 0; round < RACE_ROUNDS; round++) {
 		uint64_t token = new_token(PAGE, NULL);
-		struct clone_args args[2];
+		struct shstk_clone_args args[2];
 		long pid[2];
 		int st[2];
 
@@ -1253,11 +1253,11 @@ CASE(race_same_token_one_wins, .needs_shstk = true, .needs_token = true)
 					.exit_signal = SIGCHLD,
 					.stack = (uint64_t)map_stack(CHILD_STACK),
 					.stack_size = CHILD_STACK,
-					.SHSTK_TOKEN_FIELD = token,
+					.shstk_token = token,
 				},
 				.go = &go,
 			};
-			args[i] = (struct clone_args) {
+			args[i] = (struct shstk_clone_args) {
 				.flags = CLONE_VM,
 				.exit_signal = SIGCHLD,
 				.stack = (uint64_t)map_stack(CHILD_STACK),

@@ -34,7 +34,7 @@
 bool shstk_enabled;
 
 /*
- * struct clone_args straddles a page boundary, its token field on the
+ * struct shstk_clone_args straddles a page boundary, its token field on the
  * second page, so gdb reads it across two pages on every run, where on the
  * stack it would do so only when ASLR put it there: a reader that takes
  * the second half from the wrong physical page cannot go unseen.
@@ -46,7 +46,7 @@ static __attribute__((noinline)) long scenario_clone3(uint64_t token)
 {
 	static char stack[64 * 1024] __attribute__((aligned(16)));
 	static uint64_t child_ssp;
-	struct clone_args *args = (struct clone_args *)(args_pages + ARGS_OFFSET);
+	struct shstk_clone_args *args = (struct shstk_clone_args *)(args_pages + ARGS_OFFSET);
 	long pid;
 	int status;
 
@@ -55,7 +55,7 @@ static __attribute__((noinline)) long scenario_clone3(uint64_t token)
 	args->exit_signal = SIGCHLD;
 	args->stack = (uint64_t)stack;
 	args->stack_size = sizeof(stack);
-	args->SHSTK_TOKEN_FIELD = token;
+	args->shstk_token = token;
 	pid = clone3_run(args, CLONE_ARGS_SIZE_VER3, NULL, &child_ssp);
 	if (pid > 0) {
 		waitpid(pid, &status, __WALL);

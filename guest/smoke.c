@@ -3,7 +3,8 @@
  * smoke: is the series in the booted kernel?  clone3() with the 96-byte
  * struct (CLONE_ARGS_SIZE_VER3) and a zero token must create a child; a
  * misaligned token must be refused with EINVAL, which an unpatched kernel
- * cannot do (it refuses the unknown field with E2BIG).
+ * cannot do (it refuses the unknown field with E2BIG).  Built for a tree
+ * without the series, the second case skips.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,13 +19,13 @@ bool shstk_enabled;
 
 static long smoke_clone3(uint64_t token)
 {
-	struct clone_args args;
+	struct shstk_clone_args args;
 	long pid;
 	int status;
 
 	memset(&args, 0, sizeof(args));
 	args.exit_signal = SIGCHLD;
-	args.SHSTK_TOKEN_FIELD = token;
+	args.shstk_token = token;
 	pid = clone3_run(&args, CLONE_ARGS_SIZE_VER3, NULL, NULL);
 	if (pid > 0 && (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 			WEXITSTATUS(status)))

@@ -34,7 +34,7 @@
 bool shstk_enabled;
 
 struct racer {
-	struct clone_args args;
+	struct shstk_clone_args args;
 	long ret;		/* its clone3(): the child's pid, or -errno */
 };
 
@@ -92,7 +92,7 @@ int main(void)
 		racers[i].args.exit_signal = SIGCHLD;
 		racers[i].args.stack = (uint64_t)child_stacks[i];
 		racers[i].args.stack_size = STACK;
-		racers[i].args.SHSTK_TOKEN_FIELD = token;
+		racers[i].args.shstk_token = token;
 		pid[i] = clone(racer_fn, racer_stacks[i] + STACK, CLONE_VM | SIGCHLD, &racers[i]);
 		if (pid[i] < 0)
 			ktap_diag("clone racer %d: %s", i, strerror(errno));

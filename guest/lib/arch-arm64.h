@@ -88,7 +88,7 @@ asm (".pushsection .text\n"
 
 /* As the x86 version; x21 says whether GCSPR_EL0 may be read. */
 static __attribute__((always_inline)) inline long
-clone3_run(struct clone_args *args, size_t size,
+clone3_run(struct shstk_clone_args *args, size_t size,
 	   long (*fn)(void *arg, uint64_t ssp), void *arg)
 {
 	register long x8 asm("x8") = __NR_clone3;

@@ -108,7 +108,7 @@ asm (".pushsection .text\n"
 
 /* As the arm64 version; s3 says whether the ssp CSR may be read. */
 static __attribute__((always_inline)) inline long
-clone3_run(struct clone_args *args, size_t size,
+clone3_run(struct shstk_clone_args *args, size_t size,
 	   long (*fn)(void *arg, uint64_t ssp), void *arg)
 {
 	register long r_a7 asm("a7") = __NR_clone3;

@@ -100,7 +100,7 @@ asm (".pushsection .text\n"
  * stack (CLONE_VM | CLONE_VFORK without a stack).
  */
 static __attribute__((always_inline)) inline long
-clone3_run(struct clone_args *args, size_t size,
+clone3_run(struct shstk_clone_args *args, size_t size,
 	   long (*fn)(void *arg, uint64_t ssp), void *arg)
 {
 	register long rax asm("rax") = __NR_clone3;

@@ -15,7 +15,7 @@
 
 struct token_racer {
 	uint64_t ssp;		/* first: clone3_run() stores the entry SSP here */
-	struct clone_args args;	/* the racer's clone3(), with the token */
+	struct shstk_clone_args args;	/* the racer's clone3(), with the token */
 	volatile int *go;	/* the start flag */
 };
 

@@ -19,21 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/audit.h>	/* AUDIT_ARCH_*, for seccomp filters */
-#include <linux/sched.h>	/* struct clone_args of the patched kernel */
+#include <linux/sched.h>	/* the kernel's struct clone_args, checked below */
 #include <asm/unistd.h>
 
 /*
- * The token's field of struct clone_args, named shadow_stack_token up to
- * v20 of the series and shstk_token since: scripts/build/guest.sh passes
- * the name the kernel headers give the u64 at offset 88.
- *
- * Headers without it (a tree without the series) come with SHSTK_NO_TOKEN,
- * why, instead: the programs are then built against the series' layout,
- * below, so that they compile unchanged, and every case that needs the
- * token skips with that reason (shstk_token_missing()).
+ * struct clone_args as the series has it, the token the u64 at offset 88,
+ * written out here as the clone3 selftests do: the programs then build
+ * against the headers of any tree, with or without the series.
  */
-#ifdef SHSTK_NO_TOKEN
-struct shstk_clone_args_ver3 {
+struct shstk_clone_args {
 	__aligned_u64 flags;
 	__aligned_u64 pidfd;
 	__aligned_u64 child_tid;
@@ -47,17 +41,31 @@ struct shstk_clone_args_ver3 {
 	__aligned_u64 cgroup;
 	__aligned_u64 shstk_token;
 };
-#define clone_args shstk_clone_args_ver3
-#define SHSTK_TOKEN_FIELD shstk_token
-#define CLONE_ARGS_SIZE_VER3 96
+
+#ifndef CLONE_ARGS_SIZE_VER3
+#define CLONE_ARGS_SIZE_VER3	96
 #endif
-#ifndef SHSTK_TOKEN_FIELD
-#error "SHSTK_TOKEN_FIELD is not set: scripts/build/guest.sh reads it from the kernel headers"
+static_assert(sizeof(struct shstk_clone_args) == CLONE_ARGS_SIZE_VER3,
+	      "struct clone_args with the token is CLONE_ARGS_SIZE_VER3 long");
+
+/*
+ * scripts/build/guest.sh passes the name the kernel headers give the token
+ * (shadow_stack_token up to v20 of the series, shstk_token since), so that
+ * the layout above is checked against the kernel's; or, for headers without
+ * it, SHSTK_NO_TOKEN, the reason every case that passes a token skips with.
+ */
+#if defined(SHSTK_TOKEN_FIELD)
+static_assert(offsetof(struct clone_args, SHSTK_TOKEN_FIELD) ==
+	      offsetof(struct shstk_clone_args, shstk_token),
+	      "the kernel's token is the u64 at offset 88 of struct clone_args");
+static_assert(sizeof(struct clone_args) >= CLONE_ARGS_SIZE_VER3,
+	      "the kernel's struct clone_args ends at or after the token");
+#elif defined(SHSTK_NO_TOKEN)
+static_assert(sizeof(struct clone_args) == offsetof(struct shstk_clone_args, shstk_token),
+	      "a struct clone_args without the token ends where the token would start");
+#else
+#error "scripts/build/guest.sh passes SHSTK_TOKEN_FIELD or SHSTK_NO_TOKEN, from the kernel headers"
 #endif
-static_assert(offsetof(struct clone_args, SHSTK_TOKEN_FIELD) == 88,
-	      "the shadow stack token is the u64 at offset 88 of struct clone_args");
-static_assert(sizeof(struct clone_args) == CLONE_ARGS_SIZE_VER3,
-	      "struct clone_args ends with the shadow stack token");
 
 /* Why the kernel built with these headers takes no token, or NULL. */
 static inline const char *shstk_token_missing(void)
