@@ -27,6 +27,10 @@ if [ -n "$PROG" ]; then
 	prog=$(readlink -f "$PROG")
 else
 	shstk_build_boot --gdb gdb
+	# The scenario's clone3() calls all pass a token: none would stop.
+	shstk_token_vars
+	[ -z "$TOKEN_MISSING" ] ||
+		shstk_die "$TOKEN_MISSING: the gdb scenario has nothing to stop at; give your own PROG="
 	prog=$GUEST_DIR/bin/shstk_gdb
 fi
 comm=$(basename "$prog" | cut -c1-15)

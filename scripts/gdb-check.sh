@@ -22,8 +22,8 @@ shstk_lock_out "$OUT"
 mkdir -p "$OUT"
 rm -f "$OUT/gdb-steps.jsonl" "$OUT/gdb.log" "$OUT/gdb-check.json" "$OUT/vm.json"
 shstk_build_boot --gdb gdb
-why=$(shstk_token_missing)
-[ -z "$why" ] || shstk_skip_step gdb-check "$why"
+shstk_token_vars
+[ -z "$TOKEN_MISSING" ] || shstk_skip_step gdb-check "$TOKEN_MISSING"
 prog=$GUEST_DIR/bin/shstk_gdb
 
 trap shstk_stop_vm EXIT

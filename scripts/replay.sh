@@ -51,8 +51,11 @@ TIMEOUT=${SHSTK_REPLAY_TIMEOUT:-300}
 GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-180}
 # The project's QEMU is built here, before anything is timed.
 shstk_build_boot --gdb replay
-why=$(shstk_token_missing)
-[ -z "$why" ] || shstk_skip_step replay "$why"
+shstk_token_vars
+if [ -n "$TOKEN_MISSING" ]; then
+	[ -n "$check" ] || shstk_die "$TOKEN_MISSING"
+	shstk_skip_step replay "$TOKEN_MISSING"
+fi
 prog=$GUEST_DIR/bin/token_race
 rm -rf "$OUT"
 mkdir -p "$RR"

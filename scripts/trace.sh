@@ -48,8 +48,8 @@ if [ -n "$PROG" ]; then
 else
 	shstk_build_boot trace
 fi
-why=$(shstk_token_missing)
-[ -z "$why" ] || shstk_skip_step trace "$why"
+shstk_token_vars
+[ -z "$TOKEN_MISSING" ] || shstk_skip_step trace "$TOKEN_MISSING"
 rootfs=$("$SHSTK_TOP/scripts/build/rootfs.sh" "$ARCH" --disk)
 # The scripts trace the first program the guest runs (guest.sh writes its
 # list beside the image), by its command name, which the kernel cuts to 15

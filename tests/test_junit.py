@@ -85,6 +85,23 @@ class RunTest(unittest.TestCase):
         self.assertIsNone(cases["lint"].find("failure"))
         self.assertIsNotNone(cases["run-arm64"].find("failure"))
 
+    def test_a_step_that_only_skipped_is_a_skip(self):
+        with tempfile.TemporaryDirectory() as d:
+            why = "this kernel has no shadow stack token in struct clone_args (here)"
+            with open(os.path.join(d, "gdb-check-x86_64.log"), "w") as f:
+                f.write(f"x86_64   SKIP  make gdb-check  # SKIP {why}\n"
+                        "gdb-check x86_64: 0 passed, 0 failed, 1 skipped\n")
+            with open(os.path.join(d, "trace-x86_64.log"), "w") as f:
+                f.write("trace x86_64: 15 passed, 0 failed, 1 skipped\n")
+            out = os.path.join(d, "all.xml")
+            junit.main(["make-test", d, out, "gdb-check-x86_64", "gdbsteps", "0",
+                        "trace-x86_64", "gdbsteps", "0"])
+            root = ET.parse(out).getroot()
+        check_schema(self, root)
+        cases = {c.get("name"): c for c in root.iter("testcase")}
+        self.assertEqual(cases["gdb-check-x86_64"].find("skipped").get("message"), why)
+        self.assertIsNone(cases["trace-x86_64"].find("skipped"))
+
     def test_bad_arguments_are_a_usage_error(self):
         with self.assertRaises(SystemExit) as e:
             junit.main(["make-test", "/tmp", "/tmp/x.xml", "unit", "unittest"])

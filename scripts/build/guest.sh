@@ -63,19 +63,25 @@ token_field=$(awk '/^struct clone_args \{/ { in_struct = 1; next }
 	in_struct && /^\};/ { exit }
 	in_struct && $1 == "__aligned_u64" { if (++n == 12) { sub(/;.*/, "", $2); print $2; exit } }' \
 	"$HDR/linux/sched.h")
-# A tree without the series has none: the programs are built all the same,
-# and every case, gdb-check, trace and replay that needs the token skips
-# with this reason, which they read from $GUEST/token-missing.
+# A developer's tree without the series (KSRC alone) has none: the
+# programs are built all the same, and every case, gdb-check, trace and
+# replay that needs the token skips with this reason, which they read from
+# $GUEST/token-missing.  A series of the project's, or SERIES, must have it.
 token_missing=
 if [ -z "$token_field" ]; then
 	token_missing="this kernel has no shadow stack token in struct clone_args"
-	token_missing+=" (no u64 at offset 88 in include/uapi/linux/sched.h of $SRC)"
+	token_missing+=" (no u64 at offset 88 in $SRC/include/uapi/linux/sched.h)"
+	if [ -z "$SHSTK_KSRC" ] || [ -n "$SHSTK_SERIES" ]; then
+		shstk_die "$token_missing: the series was not applied as it should be"
+	fi
 fi
 mkdir -p "$GUEST/bin" "$GUEST/ksft" "$GUEST/include"
 if [ -n "$token_field" ]; then
 	token_flag=(-DSHSTK_TOKEN_FIELD="$token_field")
 else
-	token_flag=(-DSHSTK_NO_TOKEN="\"$token_missing\"")
+	# A C string: the tree's path may hold a quote or a backslash.
+	c_string=${token_missing//\\/\\\\}
+	token_flag=(-DSHSTK_NO_TOKEN="\"${c_string//\"/\\\"}\"")
 fi
 # One build per arch at a time: make test's two lanes (after a kernel
 # change, every image is rebuilt) and make fuzz's VMs may ask for one

@@ -158,14 +158,15 @@ shstk_build_guest() {
 	SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/guest.sh" "$ARCH" "$@"
 }
 
-# Why the guest programs cannot pass a token to this arch's kernel (its
-# headers have none: a tree without the series), or nothing; written by
-# scripts/build/guest.sh.
-#   shstk_token_missing
-shstk_token_missing() {
+# TOKEN_MISSING: why the guest programs cannot pass a token to this arch's
+# kernel (its headers have none: a developer's tree without the series),
+# or empty; as scripts/build/guest.sh left it beside the programs.
+#   shstk_token_vars
+shstk_token_vars() {
 	local f=$GUEST_DIR/token-missing
-	[ -f "$f" ] || shstk_die "no $f: scripts/build/guest.sh has not built $ARCH's guest"
-	cat "$f"
+	[ -f "$f" ] || shstk_die "no $f: scripts/build/guest.sh has not built $ARCH's guest programs"
+	# shellcheck disable=SC2034  # read by the scripts that call this
+	TOKEN_MISSING=$(<"$f")
 }
 
 # The guest image a post-boot snapshot boots (guest.sh --snapshot-base)
