@@ -35,6 +35,7 @@ struct guest_case {
 	/* Properties: each program reads the ones its driver knows. */
 	bool needs_shstk;	/* skipped where shadow stacks cannot be on */
 	bool needs_token;	/* skipped where clone_args has no token */
+	const char *series_fix;	/* the series' patch whose fix it checks */
 	bool before_enable;	/* runs before the program enables them */
 	int exit_status;	/* what the child running the case exits with */
 };
