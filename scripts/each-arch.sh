@@ -78,18 +78,24 @@ run_one() {
 	return "$rc"
 }
 
-rc=0 ran=0
+# What is left out is decided, and said, before the first arch's build.
+to_run=()
 for a in "${arches[@]}"; do
 	if [ -n "$emu" ] && ! why=$( (shstk_arch_vars "$a" && shstk_emu_vars "$emu") 2>&1 >/dev/null); then
-		echo "left out: ${why#*error: }" >"$tmp/$a.line"
-		continue
-	fi
+		why=${why#*error: }
 	# A developer's tree (KSRC) that cannot serve an arch the user did not
 	# name: left out with the reason; a named one fails in its build.
-	if [ -n "$emu" ] && ! why=$(shstk_tree_serves "$a"); then
-		echo "left out: $why" >"$tmp/$a.line"
+	elif [ -n "$emu" ] && ! why=$(shstk_tree_serves "$a"); then
+		:
+	else
+		to_run+=("$a")
 		continue
 	fi
+	echo "left out: $why" >"$tmp/$a.line"
+	shstk_msg "$a: left out, $why"
+done
+rc=0 ran=0
+for a in "${to_run[@]}"; do
 	ran=$((ran + 1))
 	run_one "$a" "$@" || rc=1
 done

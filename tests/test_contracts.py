@@ -322,7 +322,7 @@ class EachArchTest(unittest.TestCase):
         set -euo pipefail
         . "$SHSTK_TOP/scripts/lib/core.sh"
         case "$1" in
-        x86_64) echo "x86_64/qemu: 5 passed, 0 failed, 1 skipped" ;;
+        x86_64) echo "step x86_64 running" >&2; echo "x86_64/qemu: 5 passed, 0 failed, 1 skipped" ;;
         arm64) x=$(cat /nonexistent 2>/dev/null) ;;
         riscv64) echo "riscv64/qemu: 3 passed, 2 failed, 0 skipped"; exit 1 ;;
         esac
@@ -358,7 +358,10 @@ class EachArchTest(unittest.TestCase):
         x86, arm, riscv = self.summary(r)
         self.assertEqual(x86, "x86_64   5 passed, 0 failed, 1 skipped")
         self.assertEqual(arm, "arm64    left out: EMU=bochs emulates x86_64 only (ARCH=arm64)")
-
+        # ... and said so before the first arch ran.
+        lines = r.stderr.splitlines()
+        said = next(i for i, line in enumerate(lines) if "arm64: left out, EMU=bochs" in line)
+        self.assertLess(said, lines.index("step x86_64 running"))
 
     def test_a_mistyped_emulator_runs_nothing_and_fails(self):
         r = self.each_arch("--emu", "bohcs", "run", "x86_64 arm64")
