@@ -122,7 +122,8 @@ def make_test_suites(logdir, steps):
         if rc == 0 and skipped and not passed and not failed:
             # A step that checked nothing here, and said why.
             reasons = summary.skip_reasons(text)
-            own.append(("make-test", name, "skip", reasons[0][1] if reasons else ""))
+            own.append(("make-test", name, "skip",
+                        reasons[0][1] if reasons else f"see {name}.log"))
             continue
         result = "pass" if rc == 0 else "fail"
         detail = "\n".join(summary.failure_lines(text)) or f"exit {rc}; see {name}.log"

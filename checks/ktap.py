@@ -32,7 +32,7 @@ TIMEOUT_RCS = {124, 143}   # busybox timeout: 124, or killed by its TERM
 class Point:
     number: int
     name: str
-    result: str          # "pass", "fail" or "skip"
+    result: str          # "pass", "fail", "skip" or "xfail" (a known failure)
     reason: str = ""
 
 
@@ -50,7 +50,8 @@ class Program:
 
     @property
     def verdict(self):
-        """'pass', 'skip' (ran, skipped everything it had to) or 'fail'."""
+        """'pass', 'skip' (ran, skipped everything it had to), 'xfail' (its
+        problems all known, guest/known-failures) or 'fail'."""
         if self.problems:
             return "fail"
         if self.xfail:
@@ -88,11 +89,12 @@ def parse_points(prog):
             directive = (directive or "").upper()
             if directive == "SKIP":
                 result = "skip"
-            elif ok.lower() == "not ok" and directive == "TODO":
-                # A failure the program says this kernel is known to have,
-                # and why: shown, counted with the skips, not a failure.
+            elif directive == "XFAIL":
+                # A failure the program says this kernel is known to have
+                # (kselftest's ksft_test_result_xfail()), and why: shown,
+                # counted with the skips, as guest/known-failures' are.
                 result = "xfail"
-            elif ok.lower() == "ok" or directive in ("TODO", "XFAIL"):
+            elif ok.lower() == "ok" or directive == "TODO":
                 result = "pass"
             else:
                 result = "fail"
@@ -155,7 +157,7 @@ def judge(prog):
         if p.result == "skip" and not p.reason and not p.name:
             prog.problems.append(f"test {p.number} skipped without a reason")
         if p.result == "xfail" and not p.reason:
-            prog.problems.append(f"test {p.number} {p.name}: a known failure (TODO) without a reason")
+            prog.problems.append(f"test {p.number} {p.name}: a known failure (XFAIL) without a reason")
     if prog.rc == KSFT_SKIP and any(p.result == "pass" for p in prog.points):
         prog.problems.append("exit status 4 (skip) although tests passed")
 

@@ -39,7 +39,7 @@ def count_ktap(text):
     _, progs, _ = ktap.parse("SHSTK-LAB BEGIN step\n" + text + "\nSHSTK-LAB END step rc=0\n")
     points = progs[0].points
     return (sum(p.result == "pass" for p in points), sum(p.result == "fail" for p in points),
-            sum(p.result == "skip" for p in points))
+            sum(p.result in ("skip", "xfail") for p in points))
 
 
 def count_closing_line(text):

@@ -60,17 +60,17 @@ class ParseTest(unittest.TestCase):
                          "CPU has no user shadow stack (QEMU TCG does not emulate CET)")
 
     def test_a_known_failure_is_shown_and_not_counted_as_one(self):
-        text = GOOD.replace("not ok 2 b\n", "not ok 2 b # TODO a tree without the series, which fixes it: x\n"
+        text = GOOD.replace("not ok 2 b\n", "ok 2 b # XFAIL a tree without the series, which fixes it: x\n"
                             ).replace("END shstk_clone3 rc=1", "END shstk_clone3 rc=0")
         prog = ktap.parse(text)[1][0]
         self.assertEqual((prog.points[1].result, prog.points[1].reason),
                          ("xfail", "a tree without the series, which fixes it: x"))
         self.assertEqual(prog.verdict, "pass")
-        # kselftest's expected failures are passes, as its runner counts them.
-        text = GOOD.replace("not ok 2 b\n", "ok 2 b # XFAIL known\n")
+        # ... a TODO stays what it was, a pass ...
+        text = GOOD.replace("not ok 2 b\n", "not ok 2 b # TODO later\n")
         self.assertEqual(ktap.parse(text)[1][0].points[1].result, "pass")
-        # ... and a TODO without a reason is a problem.
-        text = GOOD.replace("not ok 2 b\n", "not ok 2 b # TODO\n").replace("rc=1", "rc=0")
+        # ... and an XFAIL without a reason is a problem.
+        text = GOOD.replace("not ok 2 b\n", "ok 2 b # XFAIL\n").replace("rc=1", "rc=0")
         self.assertEqual(ktap.parse(text)[1][0].verdict, "fail")
 
     def test_missing_plan_fails(self):

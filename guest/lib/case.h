@@ -27,6 +27,12 @@
 /* What a case function returns (a child's exit status, where one runs it). */
 enum { PASS, FAIL, SKIP };
 
+/* A fix the series carries: its patch's subject, and the arch it fixes. */
+struct series_fix {
+	const char *arch;
+	const char *subject;
+};
+
 struct guest_case {
 	const char *name;
 	int (*run)(void);
@@ -35,7 +41,7 @@ struct guest_case {
 	/* Properties: each program reads the ones its driver knows. */
 	bool needs_shstk;	/* skipped where shadow stacks cannot be on */
 	bool needs_token;	/* skipped where clone_args has no token */
-	const char *series_fix;	/* the series' patch whose fix it checks */
+	const struct series_fix *series_fix;	/* the series' fix it checks */
 	bool before_enable;	/* runs before the program enables them */
 	int exit_status;	/* what the child running the case exits with */
 };

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Minimal KTAP v1 output for the guest programs: a plan, one line per test
- * point ("ok N name", "not ok N name", "ok N name # SKIP reason", and
- * "not ok N name # TODO reason" for a failure this kernel is known to
- * have) and "# " diagnostics.  Lines of the form "# metric: NAME=VALUE" are measurements
+ * point ("ok N name", "not ok N name", "ok N name # SKIP reason" and, for
+ * a failure this kernel is known to have, kselftest's "ok N name # XFAIL
+ * reason") and "# " diagnostics.  Lines of the form "# metric: NAME=VALUE" are measurements
  * the host collects into results.json.
  */
 #ifndef SHSTK_LAB_KTAP_H
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static unsigned int ktap_seq, ktap_failed, ktap_skipped, ktap_passed, ktap_todo;
+static unsigned int ktap_seq, ktap_failed, ktap_skipped, ktap_passed, ktap_xfailed;
 
 static inline void ktap_plan(unsigned int n)
 {
@@ -48,17 +48,17 @@ static inline void ktap_result(int ok, const char *name, const char *skip)
 }
 
 /* A failure the kernel is known to have, and why: not counted as one. */
-static inline void ktap_result_todo(const char *name, const char *why)
+static inline void ktap_result_xfail(const char *name, const char *why)
 {
 	ktap_seq++;
-	ktap_todo++;
-	printf("not ok %u %s # TODO %s\n", ktap_seq, name, why);
+	ktap_xfailed++;
+	printf("ok %u %s # XFAIL %s\n", ktap_seq, name, why);
 }
 
 static inline __attribute__((noreturn)) void ktap_finish(void)
 {
-	printf("# totals: pass:%u fail:%u skip:%u todo:%u\n", ktap_passed, ktap_failed,
-	       ktap_skipped, ktap_todo);
+	printf("# totals: pass:%u fail:%u xfail:%u skip:%u\n", ktap_passed, ktap_failed,
+	       ktap_xfailed, ktap_skipped);
 	fflush(stdout);
 	exit(ktap_failed ? 1 : 0);
 }

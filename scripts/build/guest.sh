@@ -56,13 +56,18 @@ shstk_read_stamp tree_edits "$stamps/.shstk-edits" scripts/build/kernel-source.s
 shstk_read_stamp headers "$KBUILD_DIR/.shstk-headers" scripts/build/kernel.sh
 # The name of the token's field, clone_args' twelfth u64 (offset 88), as
 # the kernel headers have it: shadow_stack_token up to v20 of the series,
-# shstk_token since v21.  The programs and the bpftrace scripts use it by
-# that name (SHSTK_TOKEN_FIELD), kernel_clone_args having the same one.
+# shstk_token since v21.  The static_assert of guest/lib/shstk.h and the
+# bpftrace scripts use it by that name (SHSTK_TOKEN_FIELD), which
+# kernel_clone_args shares.
 [ -f "$HDR/linux/sched.h" ] || shstk_die "no linux/sched.h in the kernel headers $HDR"
 token_field=$(awk '/^struct clone_args \{/ { in_struct = 1; next }
 	in_struct && /^\};/ { exit }
 	in_struct && $1 == "__aligned_u64" { if (++n == 12) { sub(/;.*/, "", $2); print $2; exit } }' \
 	"$HDR/linux/sched.h")
+case $token_field in
+"" | shstk_token | shadow_stack_token) ;;
+*) shstk_die "the u64 at offset 88 of struct clone_args in $HDR/linux/sched.h is $token_field, not a shadow stack token (shstk_token, or shadow_stack_token up to v20)" ;;
+esac
 # A developer's tree without the series (KSRC alone) has none: the
 # programs are built all the same, and every case, gdb-check, trace and
 # replay that needs the token skips with this reason, which they read from

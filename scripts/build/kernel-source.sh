@@ -101,12 +101,18 @@ ksrc_check() {
 	ksrc_git rev-parse -q --verify HEAD >/dev/null || shstk_die "KSRC=$SHSTK_KSRC has no commit yet"
 	[[ -f $SHSTK_KSRC/kernel/fork.c && -f $SHSTK_KSRC/scripts/kconfig/merge_config.sh ]] ||
 		shstk_die "KSRC=$SHSTK_KSRC is not a Linux tree (no kernel/fork.c or scripts/kconfig/merge_config.sh)"
-	# What Kbuild's own check for a clean source tree looks at.
-	local built
-	built=$(cd "$SHSTK_KSRC" && compgen -G '.config' || compgen -G 'include/config' ||
-		compgen -G 'arch/*/include/generated') || true
+	# What Kbuild's own check for a clean source tree looks at, for the
+	# kernel arches the harness builds.
+	local a karch built=
+	[ ! -e "$SHSTK_KSRC/.config" ] || built=.config
+	[ -n "$built" ] || [ ! -d "$SHSTK_KSRC/include/config" ] || built=include/config
+	for a in $(shstk_arch_names --all); do
+		shstk_arch_fact_to karch "$a" kernel_arch
+		[ -n "$built" ] || [ ! -d "$SHSTK_KSRC/arch/$karch/include/generated" ] ||
+			built="arch/$karch/include/generated (make ARCH=$karch mrproper)"
+	done
 	[ -z "$built" ] ||
-		shstk_die "KSRC=$SHSTK_KSRC has been built in (it has $(head -n1 <<<"$built")): Kbuild builds out of tree only from a clean source tree; run 'make mrproper' there, or give a clean worktree (git worktree add)"
+		shstk_die "KSRC=$SHSTK_KSRC has been built in (it has $built): Kbuild builds out of tree only from a clean source tree; run 'make mrproper' there, or give a clean worktree (git worktree add)"
 }
 
 # KSRC's version, from its Makefile (make would want to write nothing, but

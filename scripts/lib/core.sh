@@ -72,7 +72,7 @@ fi
 SHSTK_KERNEL_REPO=$SHSTK_CACHE/src/linux
 # The repository the series is applied in: Debian's, or for KSRC with
 # SERIES a clone of KSRC (build/kernel-source.sh ksrc_repo).
-SHSTK_BASE_REPO=$SHSTK_KERNEL_REPO${SHSTK_KSRC_TAG:+-$SHSTK_KSRC_TAG}
+SHSTK_BASE_REPO=$SHSTK_KERNEL_REPO${SHSTK_SERIES:+${SHSTK_KSRC_TAG:+-$SHSTK_KSRC_TAG}}
 # What every name of this tree's own things (builds, guest programs,
 # outputs) ends in: "-<KSRC's tag>", "-<SERIES's tag>", both, or nothing.
 SHSTK_TREE_SUFFIX=${SHSTK_KSRC_TAG:+-$SHSTK_KSRC_TAG}${SHSTK_SERIES_TAG:+-$SHSTK_SERIES_TAG}
