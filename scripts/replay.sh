@@ -35,15 +35,16 @@ shstk_emu_vars "${2:-}"
 # This shell's emulator facts are for a VM outside record/replay; the
 # replays have no QMP (vm/emulators/qemu.sh).
 EMU_QMP=no
-why=
-[ "$EMU_RECORD_REPLAY" = yes ] || why="$EMU cannot record and replay a run (QEMU can)"
-[ -n "$why" ] || [ -z "$EMU_NO_SHSTK_WHY" ] ||
-	why="$ARCH under $EMU has no user shadow stacks ($EMU_NO_SHSTK_WHY): no token to race on"
-if [ -n "$why" ]; then
-	# make test asks every emulator: the check is then a skip that says why.
-	[ -n "$check" ] || shstk_die "$why"
-	shstk_skip_step replay "$why"
-fi
+# Nothing to replay here: make test asks every emulator and every tree, and
+# for it (--check) that is a skip that says why; for a user, an error.
+#   cannot_replay WHY
+cannot_replay() {
+	[ -n "$check" ] || shstk_die "$1"
+	shstk_skip_step replay "$1"
+}
+[ "$EMU_RECORD_REPLAY" = yes ] || cannot_replay "$EMU cannot record and replay a run (QEMU can)"
+[ -z "$EMU_NO_SHSTK_WHY" ] ||
+	cannot_replay "$ARCH under $EMU has no user shadow stacks ($EMU_NO_SHSTK_WHY): no token to race on"
 OUT=$EMU_OUT/replay
 shstk_lock_out "$OUT"
 RR=$OUT/record
@@ -52,10 +53,7 @@ GDB_TIMEOUT=${SHSTK_GDB_TIMEOUT:-180}
 # The project's QEMU is built here, before anything is timed.
 shstk_build_boot --gdb replay
 shstk_token_vars
-if [ -n "$TOKEN_MISSING" ]; then
-	[ -n "$check" ] || shstk_die "$TOKEN_MISSING"
-	shstk_skip_step replay "$TOKEN_MISSING"
-fi
+[ -z "$TOKEN_MISSING" ] || cannot_replay "$TOKEN_MISSING"
 prog=$GUEST_DIR/bin/token_race
 rm -rf "$OUT"
 mkdir -p "$RR"

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Minimal KTAP v1 output for the guest programs: a plan, one line per test
- * point ("ok N name", "not ok N name", "ok N name # SKIP reason" and, for
- * a failure this kernel is known to have, kselftest's "ok N name # XFAIL
- * reason") and "# " diagnostics.  Lines of the form "# metric: NAME=VALUE" are measurements
- * the host collects into results.json.
+ * point ("ok N name", "not ok N name", "ok N name # SKIP reason", kselftest's
+ * "ok N name # XFAIL reason" for a failure the kernel is known to have) and
+ * "# " diagnostics.  Lines of the form "# metric: NAME=VALUE" are
+ * measurements the host collects into results.json.
  */
 #ifndef SHSTK_LAB_KTAP_H
 #define SHSTK_LAB_KTAP_H
