@@ -49,7 +49,7 @@ each_arch = exec $(S)/each-arch.sh $(if $(ARCH),,--emu $(call quote,$(EMU))) $(1
 prog_needs_arch = $(if $(PROG),$(if $(ARCH),,$(error PROG= needs ARCH= (a static program is built for one architecture))))
 
 .PHONY: help toolbox kernel smoke run test check-series cover-letter unit lint debug gdb-check \
-	trace replay replay-check fuzz bench clean
+	trace replay replay-check fuzz bench tcg-tests clean
 
 # `make help` prints the "##" lines below, the one list of targets and
 # options (tests/test_docs.py holds the README's table to it).
@@ -141,6 +141,10 @@ unit:
 ## make lint | shellcheck, pyflakes, checkpatch on the project's own code
 lint:
 	$(S)/lint.sh
+## make tcg-tests [ARCH=] | every arch: the bare-metal system tests patches/qemu/ adds to
+##  | QEMU's tests/tcg (x86_64: XSAVES, CET), under the project's QEMU
+tcg-tests:
+	@$(call each_arch,tcg-tests) $(S)/tcg-tests.sh {arch}
 
 ## make toolbox | make the trixie toolbox (QEMU 11, gdb 18, gcc 14; gcc 15
 ##  | for riscv64) in the cache

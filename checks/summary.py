@@ -8,7 +8,8 @@ KIND says how a step is counted:
   ktap            the step printed KTAP: its test points
   build           one point: the exit status
   results:DIR     a VM run: DIR/results.json (checks/report.py)
-  gdbsteps        make gdb-check, make trace: their "N passed, N failed" line
+  gdbsteps        make gdb-check, make trace, make tcg-tests: their closing
+                  "N passed, N failed" line
 A step that exits non-zero with nothing failed in what it printed counts one
 failure more: a step can never fail silently.
 

@@ -6,7 +6,8 @@
 #
 #   the series (git am, checkpatch) -> unit tests (host, no VM) -> lint
 #   -> per arch: kernel build -> per emulator: its build if it is the
-#      project's own (x86: QEMU with CET in TCG) -> smoke boot -> the guest
+#      project's own (x86: QEMU with CET in TCG) and QEMU's system tests
+#      of it (x86: XSAVES, CET) -> smoke boot -> the guest
 #      suite -> gdb-check -> trace (every script, one boot) -> replay (QEMU:
 #      record/replay, reverse execution) -> short fuzz; x86 runs all of them under
 #      QEMU and again under Bochs, and then compares the two suites'
@@ -81,6 +82,10 @@ emu_steps() {
 		run_step "emulator-$tag" build "${build[@]}"
 		# Its VM steps would each try the failed build again.
 		[ "$LAST_RC" -eq 0 ] || return 0
+		# QEMU's own system tests of the project's TCG work, on that build.
+		if [ "$2" = qemu ] && [ -n "$(shstk_arch_fact "$a" qemu_tcg_tests)" ]; then
+			run_step "tcg-tests-$a" gdbsteps scripts/tcg-tests.sh "$a"
+		fi
 	fi
 	run_step "smoke-$tag" "results:$EMU_OUT/smoke" scripts/run.sh smoke "$a" "$2"
 	run_step "run-$tag" "results:$EMU_OUT" scripts/run.sh run "$a" "$2"
