@@ -4,8 +4,9 @@
  * user space.  It checks the emulator (QEMU's TCG with the project's
  * patches, or Bochs) as much as the kernel: RDSSP, CALL/RET, INCSSP,
  * RSTORSSP and SAVEPREVSSP, WRSS, a forged return (#CP), an ordinary write
- * to a shadow stack page, and a signal delivered and returned from on a
- * shadow stack.  Both emulators must give the same verdicts (make test
+ * to a shadow stack page, far CALL and RET (and a forged far return), a
+ * far JMP into 32-bit code with SSP above 4 GiB (#GP), and a signal
+ * delivered and returned from on a shadow stack.  Both emulators must give the same verdicts (make test
  * compares them); on a CPU without user shadow stacks every case but the
  * first is skipped, with the reason.
  *
@@ -40,6 +41,8 @@ bool shstk_enabled;
 #define EXIT_NO_ENABLE		250
 #define SHSTK_SIZE		4096UL
 #define DEPTH			2000
+/* Linux's x86_64 GDT: the 32-bit user code segment (__USER32_CS). */
+#define USER32_CS		0x23
 
 static volatile uint64_t handler_ssp;
 
@@ -232,6 +235,110 @@ CASE(rstorssp_bad_token_cperr, .needs_shstk = true, .exit_status = EXIT_SEGV(SEG
 
 	CHECK(base > 0);
 	asm volatile ("rstorssp (%0)" : : "r"(base + SHSTK_SIZE - 16) : "memory", "cc");
+	return 1;
+}
+
+/* A far pointer in memory, m16:64 (for LCALL with REX.W) or m16:32. */
+struct far_ptr64 {
+	uint64_t offset;
+	uint16_t selector;
+} __attribute__((packed));
+
+struct far_ptr32 {
+	uint32_t offset;
+	uint16_t selector;
+} __attribute__((packed));
+
+static struct far_ptr64 far64;
+static struct far_ptr32 far32;
+/* The callee's SSP and the three entries above it, read before any call. */
+static volatile uint64_t far_seen[4];
+
+/*
+ * A far CALL to this same code segment pushes the caller's CS, the address
+ * to return to and the old SSP to the shadow stack; the far RET checks and
+ * pops them.  The entries are read in the callee, before any near call
+ * could write over them.
+ */
+CASE(far_call_ret_same_level, .needs_shstk = true)
+{
+	uint64_t before = read_ssp(), after = 0, ret_ip = 0;
+	uint16_t cs;
+
+	asm volatile ("mov %%cs, %0" : "=r"(cs));
+	far64.selector = cs;
+	asm volatile ("lea 1f(%%rip), %%rax\n\t"
+		      "mov %%rax, (%[far])\n\t"
+		      "lea 2f(%%rip), %[ret_ip]\n\t"
+		      "lea -128(%%rsp), %%rsp\n\t"
+		      "rex64 lcall *(%[far])\n"
+		      "2:\tlea 128(%%rsp), %%rsp\n\t"
+		      "rdsspq %[after]\n\t"
+		      "jmp 3f\n"
+		      "1:\trdsspq %%rax\n\t"
+		      "mov %%rax, (%[seen])\n\t"
+		      "mov (%%rax), %%rcx\n\t"
+		      "mov %%rcx, 8(%[seen])\n\t"
+		      "mov 8(%%rax), %%rcx\n\t"
+		      "mov %%rcx, 16(%[seen])\n\t"
+		      "mov 16(%%rax), %%rcx\n\t"
+		      "mov %%rcx, 24(%[seen])\n\t"
+		      "lretq\n"
+		      "3:"
+		      : [after] "+r"(after), [ret_ip] "=&r"(ret_ip)
+		      : [far] "r"(&far64), [seen] "r"(far_seen)
+		      : "rax", "rcx", "memory");
+	ktap_diag("ssp %#lx, in the callee %#lx: %#lx %#lx %#lx; back %#lx",
+		  (unsigned long)before, (unsigned long)far_seen[0],
+		  (unsigned long)far_seen[1], (unsigned long)far_seen[2],
+		  (unsigned long)far_seen[3], (unsigned long)after);
+	CHECK(before && !(before & 7));
+	CHECK(far_seen[0] == before - 24);
+	CHECK(far_seen[1] == before);
+	CHECK(far_seen[2] == ret_ip);
+	CHECK(far_seen[3] == cs);
+	CHECK(after == before);
+	return 0;
+}
+
+/*
+ * A far RET whose return address on the stack is not the one the far CALL
+ * pushed to the shadow stack: #CP(FAR-RET/IRET), SEGV_CPERR.
+ */
+CASE(far_ret_forged_cperr, .needs_shstk = true, .exit_status = EXIT_SEGV(SEGV_CPERR))
+{
+	uint16_t cs;
+
+	asm volatile ("mov %%cs, %0" : "=r"(cs));
+	far64.selector = cs;
+	asm volatile ("lea 1f(%%rip), %%rax\n\t"
+		      "mov %%rax, (%[far])\n\t"
+		      "lea -128(%%rsp), %%rsp\n\t"
+		      "rex64 lcall *(%[far])\n\t"
+		      "jmp 2f\n"
+		      "1:\tlea 2f(%%rip), %%rax\n\t"
+		      "mov %%rax, (%%rsp)\n\t"
+		      "lretq\n"
+		      "2:\tlea 128(%%rsp), %%rsp"
+		      : : [far] "r"(&far64) : "rax", "memory");
+	return 1;
+}
+
+/*
+ * A far JMP into compatibility-mode code (the 32-bit user code segment)
+ * while SSP is above 4 GiB, where Linux maps shadow stacks: #GP, which
+ * Linux reports as SIGSEGV with SI_KERNEL.  Were the jump taken, the 32-bit
+ * code it lands on is a UD2.
+ */
+CASE(far_jmp_to_compat_high_ssp_gp, .needs_shstk = true, .exit_status = EXIT_SEGV(SI_KERNEL))
+{
+	CHECK(read_ssp() >> 32);
+	far32.selector = USER32_CS;
+	asm volatile ("lea 1f(%%rip), %%rax\n\t"
+		      "mov %%eax, (%[far])\n\t"
+		      "ljmp *(%[far])\n"
+		      "1:\tud2"
+		      : : [far] "r"(&far32) : "rax", "memory");
 	return 1;
 }
 
