@@ -142,7 +142,7 @@ unit:
 lint:
 	$(S)/lint.sh
 ## make tcg-tests [ARCH=] | every arch: the bare-metal system tests patches/qemu/ adds to
-##  | QEMU's tests/tcg (x86_64: XSAVES, CET), under the project's QEMU
+##  | QEMU's tests/tcg (x86_64: XSAVES, CET shadow stacks, IBT), under the project's QEMU
 tcg-tests:
 	@$(call each_arch,tcg-tests) $(S)/tcg-tests.sh {arch}
 

@@ -7,7 +7,7 @@
 #   the series (git am, checkpatch) -> unit tests (host, no VM) -> lint
 #   -> per arch: kernel build -> per emulator: its build if it is the
 #      project's own (x86: QEMU with CET in TCG) and QEMU's system tests
-#      of it (x86: XSAVES, CET) -> smoke boot -> the guest
+#      of it (x86: XSAVES, CET, IBT) -> smoke boot -> the guest
 #      suite -> gdb-check -> trace (every script, one boot) -> replay (QEMU:
 #      record/replay, reverse execution) -> short fuzz; x86 runs all of them under
 #      QEMU and again under Bochs, and then compares the two suites'
