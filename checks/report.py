@@ -136,6 +136,23 @@ def xstate_problems(vm, info):
     return []
 
 
+def kernel_ibt_problems(vm, info):
+    """x86: whether the kernel runs with indirect branch tracking (the guest
+    reports "on" after the kernel's "Indirect Branch Tracking enabled",
+    "failed" after its "IBT selftest: Failed!", "off" otherwise) against what
+    the emulator declares for its CPU."""
+    want = (vm or {}).get("kernel_ibt")
+    if not want or not info:
+        return []
+    got = info.get("kernel_ibt", "off")
+    if got == "failed":
+        return ["the kernel's IBT boot selftest failed: no #CP at an indirect jump "
+                "to an instruction without ENDBR (\"IBT selftest: Failed!\")"]
+    if got != want:
+        return [f"kernel indirect branch tracking is {got}, the emulator declares {want!r}"]
+    return []
+
+
 def judge_run(vm, console_text, guest_text):
     """Return (info, programs, run_problems) for one run."""
     info, programs, done = ktap.parse(guest_text)
@@ -159,6 +176,7 @@ def judge_run(vm, console_text, guest_text):
                         f"kernel nor the guest printed anything: a reset before the console "
                         f"came up (a triple fault early in boot ends so)")
     problems += xstate_problems(vm, info)
+    problems += kernel_ibt_problems(vm, info)
     if not done:
         problems.append("the guest never reached the end of its test list")
     if not programs:
@@ -286,8 +304,9 @@ def main(argv):
         json.dump(result, f, indent=1)
     if info:
         xstate = f", FPU state {info['xstate']}" if "xstate" in info else ""
+        ibt = f", kernel IBT {info['kernel_ibt']}" if "kernel_ibt" in info else ""
         print(f"guest: kernel {info.get('kernel', '?')} on {info.get('arch', '?')}, "
-              f"cpu shadow stack: {info.get('cpu_shstk', '?')}{xstate}")
+              f"cpu shadow stack: {info.get('cpu_shstk', '?')}{xstate}{ibt}")
     series = series_of(vm)
     if series:
         edits = " + local changes" if series["local_edits"] else ""

@@ -48,6 +48,13 @@ if [ -n "$line" ]; then
 	format=${format%%"'"*}
 	xstate=" xstate=$features,$format"
 fi
+# x86: whether the kernel runs with indirect branch tracking: it says so
+# once its boot selftest has passed, or that the selftest failed.
+ibt=
+case $(dmesg 2>/dev/null | grep -m1 -e 'Indirect Branch Tracking enabled' -e 'IBT selftest: Failed' || true) in
+*enabled*) ibt=" kernel_ibt=on" ;;
+*Failed*) ibt=" kernel_ibt=failed" ;;
+esac
 uts=$(uname -rm)
 release=${uts% *}
 
@@ -284,8 +291,8 @@ if [ -n "$snapshot" ]; then
 	done
 fi
 
-say "kernel $release, cpu shadow stack: $shstk${xstate:+, FPU state:$xstate}"
-emit "SHSTK-LAB GUEST kernel=$release arch=${uts##* } cpu_shstk=$shstk$xstate"
+say "kernel $release, cpu shadow stack: $shstk${xstate:+, FPU state:$xstate}${ibt:+, kernel IBT: ${ibt#*=}}"
+emit "SHSTK-LAB GUEST kernel=$release arch=${uts##* } cpu_shstk=$shstk$xstate$ibt"
 for t in $broken; do
 	trace_stop "$t" 255
 done

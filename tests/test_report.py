@@ -192,5 +192,34 @@ class XstateFormatTest(unittest.TestCase):
         self.assertEqual(report.xstate_problems({}, {}), [])
 
 
+class KernelIbtTest(unittest.TestCase):
+    """Kernel indirect branch tracking against what the emulator declares."""
+
+    def test_on_where_declared_on(self):
+        self.assertEqual(report.kernel_ibt_problems({"kernel_ibt": "on"},
+                                                    {"kernel_ibt": "on"}), [])
+
+    def test_no_report_where_on_was_declared_fails(self):
+        problems = report.kernel_ibt_problems({"kernel_ibt": "on"}, {"kernel": "7.3"})
+        self.assertEqual(len(problems), 1)
+        self.assertIn("is off", problems[0])
+
+    def test_failed_selftest_fails_whatever_was_declared(self):
+        for want in ("on", "off"):
+            problems = report.kernel_ibt_problems({"kernel_ibt": want},
+                                                  {"kernel_ibt": "failed"})
+            self.assertEqual(len(problems), 1)
+            self.assertIn("selftest failed", problems[0])
+
+    def test_on_where_the_cpu_has_none_fails(self):
+        self.assertEqual(len(report.kernel_ibt_problems({"kernel_ibt": "off"},
+                                                        {"kernel_ibt": "on"})), 1)
+
+    def test_nothing_declared_nothing_checked(self):
+        self.assertEqual(report.kernel_ibt_problems({"kernel_ibt": ""},
+                                                    {"kernel_ibt": "failed"}), [])
+        self.assertEqual(report.kernel_ibt_problems({}, {}), [])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -147,7 +147,8 @@ first=null
 # The outcome in the emulator's own terms made plain: "poweroff_exit" is
 # the status this emulator gives a guest power-off, so checks/ compares
 # "exit" with it and knows no emulator by name; "xstate_format" the XSAVE
-# format its x86 CPU makes the kernel choose, which the guest reports.
+# format its x86 CPU makes the kernel choose and "kernel_ibt" whether the
+# kernel runs with indirect branch tracking on it, which the guest reports.
 # "snapshot": the key of the post-boot snapshot the run was restored from
 # (Bochs: EMU_SNAPSHOT), null after a cold boot.
 snapshot=null
@@ -162,9 +163,9 @@ if [ -f "$KBUILD_DIR/.shstk-series-info" ]; then
 fi
 [ "$edits" != unknown ] || edits=null
 json_str() { sed 's/\\/\\\\/g; s/"/\\"/g' <<<"$1"; }
-printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "cmdline": "%s", "snapshot": %s, "series": "%s", "series_hash": "%s", "local_edits": %s}\n' \
+printf '{"arch": "%s", "emu": "%s", "emu_build": "%s", "exit": %d, "poweroff_exit": %d, "timeout": %s, "seconds": %.2f, "first_output": %s, "smp": %d, "xstate_format": "%s", "kernel_ibt": "%s", "cmdline": "%s", "snapshot": %s, "series": "%s", "series_hash": "%s", "local_edits": %s}\n' \
 	"$ARCH" "$EMU" "${EMU_DESCRIPTION:-}" "$rc" "$EMU_POWEROFF_EXIT" "$([ "$rc" -eq 124 ] && echo true || echo false)" \
-	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" "$EMU_SMP" "${EMU_XSTATE_FORMAT:-}" \
+	"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$first" "$EMU_SMP" "${EMU_XSTATE_FORMAT:-}" "${EMU_KERNEL_IBT:-}" \
 	"$(json_str "$KERNEL_CMDLINE")" "$snapshot" "$(json_str "$series")" "$(json_str "$series_hash")" "$edits" >"$OUT/vm.json"
 [ "$rc" -ne 124 ] || shstk_msg "emulator timed out after $TIMEOUT s; console log: $OUT/console.log"
 exit "$rc"

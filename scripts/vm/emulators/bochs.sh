@@ -59,6 +59,7 @@ emu_declare() {
 	EMU_SSP_REGISTER=
 	EMU_NO_SHSTK_WHY=
 	EMU_XSTATE_FORMAT=compacted
+	EMU_KERNEL_IBT=on
 	EMU_POWEROFF_EXIT=1
 	EMU_RECORD_REPLAY=no
 	EMU_NO_REVERSE_WHY="Bochs does not record and replay"

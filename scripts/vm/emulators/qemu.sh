@@ -19,6 +19,9 @@
 #                         this CPU, "compacted" (XSAVES) or "standard"; ""
 #                         elsewhere.  The guest reports the kernel's choice
 #                         and checks/report.py compares (vm.json)
+#     EMU_KERNEL_IBT      x86: "on" if the kernel must run with indirect
+#                         branch tracking on this CPU, "off" if it cannot;
+#                         "" elsewhere.  Reported and compared likewise
 #     EMU_POWEROFF_EXIT   the emulator's exit status when the guest powers
 #                         off (Bochs: 1, the same as on a panic; the console
 #                         log decides then)
@@ -152,6 +155,7 @@ emu_declare() {
 	shstk_arch_set EMU_NO_SHSTK_WHY "qemu_${QEMU_VARIANT}_no_shstk_why"
 	[ -z "$EMU_NO_SHSTK_WHY" ] || EMU_SSP_REGISTER=
 	shstk_arch_set EMU_XSTATE_FORMAT "qemu_${QEMU_VARIANT}_xstate_format"
+	shstk_arch_set EMU_KERNEL_IBT "qemu_${QEMU_VARIANT}_kernel_ibt"
 }
 
 # The image QEMU boots: config/arches.ini's qemu_kernel_image, beside the
