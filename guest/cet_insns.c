@@ -6,9 +6,9 @@
  * RSTORSSP and SAVEPREVSSP, WRSS, a forged return (#CP), an ordinary write
  * to a shadow stack page, far CALL and RET (and a forged far return), a
  * far JMP into 32-bit code with SSP above 4 GiB (#GP), and a signal
- * delivered and returned from on a shadow stack.  Both emulators must give the same verdicts (make test
- * compares them); on a CPU without user shadow stacks every case but the
- * first is skipped, with the reason.
+ * delivered and returned from on a shadow stack.  Both emulators must give
+ * the same verdicts (make test compares them); on a CPU without user
+ * shadow stacks every case but the first is skipped, with the reason.
  *
  * Each case runs in a child of its own that enables shadow stacks first,
  * so that a fault ends only that child: the case's result is the child's
@@ -43,6 +43,9 @@ bool shstk_enabled;
 #define DEPTH			2000
 /* Linux's x86_64 GDT: the 32-bit user code segment (__USER32_CS). */
 #define USER32_CS		0x23
+/* LAR's view of it: present, DPL 3, code, L clear, D set. */
+#define LAR_USER32_CODE_MASK	0x0060f800
+#define LAR_USER32_CODE		0x0040f800
 
 static volatile uint64_t handler_ssp;
 
@@ -238,18 +241,15 @@ CASE(rstorssp_bad_token_cperr, .needs_shstk = true, .exit_status = EXIT_SEGV(SEG
 	return 1;
 }
 
-/* A far pointer in memory, m16:64 (for LCALL with REX.W) or m16:32. */
-struct far_ptr64 {
-	uint64_t offset;
-	uint16_t selector;
-} __attribute__((packed));
-
+/*
+ * A far pointer in memory, m16:32: the form both Intel and AMD take in
+ * 64-bit mode (m16:64 is Intel's only).  The program is linked below 4 GiB.
+ */
 struct far_ptr32 {
 	uint32_t offset;
 	uint16_t selector;
 } __attribute__((packed));
 
-static struct far_ptr64 far64;
 static struct far_ptr32 far32;
 /* The callee's SSP and the three entries above it, read before any call. */
 static volatile uint64_t far_seen[4];
@@ -266,12 +266,12 @@ CASE(far_call_ret_same_level, .needs_shstk = true)
 	uint16_t cs;
 
 	asm volatile ("mov %%cs, %0" : "=r"(cs));
-	far64.selector = cs;
+	far32.selector = cs;
 	asm volatile ("lea 1f(%%rip), %%rax\n\t"
-		      "mov %%rax, (%[far])\n\t"
+		      "mov %%eax, (%[far])\n\t"
 		      "lea 2f(%%rip), %[ret_ip]\n\t"
 		      "lea -128(%%rsp), %%rsp\n\t"
-		      "rex64 lcall *(%[far])\n"
+		      "lcall *(%[far])\n"
 		      "2:\tlea 128(%%rsp), %%rsp\n\t"
 		      "rdsspq %[after]\n\t"
 		      "jmp 3f\n"
@@ -283,10 +283,10 @@ CASE(far_call_ret_same_level, .needs_shstk = true)
 		      "mov %%rcx, 16(%[seen])\n\t"
 		      "mov 16(%%rax), %%rcx\n\t"
 		      "mov %%rcx, 24(%[seen])\n\t"
-		      "lretq\n"
+		      "lretl\n"
 		      "3:"
 		      : [after] "+r"(after), [ret_ip] "=&r"(ret_ip)
-		      : [far] "r"(&far64), [seen] "r"(far_seen)
+		      : [far] "r"(&far32), [seen] "r"(far_seen)
 		      : "rax", "rcx", "memory");
 	ktap_diag("ssp %#lx, in the callee %#lx: %#lx %#lx %#lx; back %#lx",
 		  (unsigned long)before, (unsigned long)far_seen[0],
@@ -310,17 +310,17 @@ CASE(far_ret_forged_cperr, .needs_shstk = true, .exit_status = EXIT_SEGV(SEGV_CP
 	uint16_t cs;
 
 	asm volatile ("mov %%cs, %0" : "=r"(cs));
-	far64.selector = cs;
+	far32.selector = cs;
 	asm volatile ("lea 1f(%%rip), %%rax\n\t"
-		      "mov %%rax, (%[far])\n\t"
+		      "mov %%eax, (%[far])\n\t"
 		      "lea -128(%%rsp), %%rsp\n\t"
-		      "rex64 lcall *(%[far])\n\t"
+		      "lcall *(%[far])\n\t"
 		      "jmp 2f\n"
 		      "1:\tlea 2f(%%rip), %%rax\n\t"
-		      "mov %%rax, (%%rsp)\n\t"
-		      "lretq\n"
+		      "mov %%eax, (%%rsp)\n\t"
+		      "lretl\n"
 		      "2:\tlea 128(%%rsp), %%rsp"
-		      : : [far] "r"(&far64) : "rax", "memory");
+		      : : [far] "r"(&far32) : "rax", "memory");
 	return 1;
 }
 
@@ -332,7 +332,16 @@ CASE(far_ret_forged_cperr, .needs_shstk = true, .exit_status = EXIT_SEGV(SEGV_CP
  */
 CASE(far_jmp_to_compat_high_ssp_gp, .needs_shstk = true, .exit_status = EXIT_SEGV(SI_KERNEL))
 {
+	uint32_t ar = 0;
+	bool valid = false;
+
 	CHECK(read_ssp() >> 32);
+	/* The #GP must be the SSP's: the selector is a usable 32-bit code segment. */
+	asm volatile ("lar %[sel], %[ar]\n\t"
+		      "setz %[valid]"
+		      : [ar] "+r"(ar), [valid] "=q"(valid) : [sel] "r"(USER32_CS) : "cc");
+	CHECK(valid);
+	CHECK((ar & LAR_USER32_CODE_MASK) == LAR_USER32_CODE);
 	far32.selector = USER32_CS;
 	asm volatile ("lea 1f(%%rip), %%rax\n\t"
 		      "mov %%eax, (%[far])\n\t"

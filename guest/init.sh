@@ -35,26 +35,32 @@ case " ${flags#*:} " in
 *[_\ ]"$SHSTK_CPUINFO_FLAG"[_\ ]*) shstk=yes ;;
 *) shstk=no ;;
 esac
-# x86: the FPU state format the kernel chose, from the ring buffer (the
-# console's loglevel hides the line): "compacted" only with XSAVES.
-xstate=
-line=$(dmesg 2>/dev/null | grep -m1 'x86/fpu: Enabled xstate features' || true)
-if [ -n "$line" ]; then
-	# "... features 0x1a1f, context size is 1008 bytes, using 'compacted'
-	# format.": taken apart in the shell, each fork costs under TCG.
-	features=${line#*features }
-	features=${features%%,*}
-	format=${line#*"using '"}
-	format=${format%%"'"*}
-	xstate=" xstate=$features,$format"
-fi
-# x86: whether the kernel runs with indirect branch tracking: it says so
-# once its boot selftest has passed, or that the selftest failed.
-ibt=
-case $(dmesg 2>/dev/null | grep -m1 -e 'Indirect Branch Tracking enabled' -e 'IBT selftest: Failed' || true) in
-*enabled*) ibt=" kernel_ibt=on" ;;
-*Failed*) ibt=" kernel_ibt=failed" ;;
-esac
+# x86, from the ring buffer (the console's loglevel hides these lines), in
+# one pass, since each fork costs under TCG: the FPU state format the kernel
+# chose ("compacted" only with XSAVES), and whether it runs with indirect
+# branch tracking, which it says once its boot selftest has passed; a
+# failed selftest on any CPU wins.
+xstate='' ibt=''
+klines=$(dmesg 2>/dev/null | grep -e 'x86/fpu: Enabled xstate features' \
+	-e 'Indirect Branch Tracking enabled' -e 'IBT selftest: Failed' || true)
+while IFS= read -r line; do
+	case $line in
+	*'x86/fpu: Enabled xstate features'*)
+		[ -z "$xstate" ] || continue
+		# "... features 0x1a1f, context size is 1008 bytes, using
+		# 'compacted' format.": taken apart in the shell.
+		features=${line#*features }
+		features=${features%%,*}
+		format=${line#*"using '"}
+		format=${format%%"'"*}
+		xstate=" xstate=$features,$format"
+		;;
+	*'IBT selftest: Failed'*) ibt=" kernel_ibt=failed" ;;
+	*'Indirect Branch Tracking enabled'*) [ -n "$ibt" ] || ibt=" kernel_ibt=on" ;;
+	esac
+done <<EOF
+$klines
+EOF
 uts=$(uname -rm)
 release=${uts% *}
 

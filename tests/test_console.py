@@ -29,7 +29,7 @@ class ScanTest(unittest.TestCase):
             "kmemleak": "[    3.1] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)",
             "soft lockup": "[    3.1] watchdog: BUG: soft lockup - CPU#0 stuck for 22s!",
             "hung task": "[  240.1] INFO: task shstk_clone3:77 blocked for more than 120 seconds.",
-            "IBT": "[    0.1] IBT selftest: Failed!",
+            "IBT": "[    2.1] Missing ENDBR: copy_process+0x0/0x1a40",
         }
         for kind, line in cases.items():
             found = console.scan(CLEAN + line + "\n")

@@ -169,7 +169,8 @@ class ArchInOnePlaceTest(unittest.TestCase):
     """No code outside the arch's own places (docs/pipeline.md, "What must
     change to add an arch?") tests which arch it runs on."""
 
-    TEST = re.compile(r"""(ARCH"?\s*!?=|arch\s*[!=]=|Architecture\.)\s*"?(x86_64|arm64|riscv64|[A-Z])""")
+    TEST = re.compile(r"""(ARCH"?\s*!?=|arch\s*[!=]=|Architecture\.)\s*"?(x86_64|arm64|riscv64|[A-Z])"""
+                      r"""|case\s+"?\$\{?ARCH\}?"?\s+in""")
 
     def test_no_arch_test_outside_the_per_arch_places(self):
         own = {"gdb/shstk/archops.py", "scripts/vm/emulators/bochs.sh"}
