@@ -31,12 +31,14 @@ def judge(name, text, rc):
     checks, aborts, totals = [], [], None
     for line in text.splitlines():
         m = CHECK.match(line)
+        t = None if m else TOTALS.match(line)
         if m:
             checks.append((m.group(1) == "ok", f"{name}.{m.group(3)}", m.group(4)))
-        elif TOTALS.match(line):
-            totals = tuple(int(x) for x in TOTALS.match(line).groups())
+        elif t:
+            totals = tuple(int(x) for x in t.groups())
         elif line.startswith("not ok"):
             aborts.append(line)
+    failed = sum(not ok for ok, _, _ in checks)
     why = None
     if rc in TIMED_OUT:
         why = f"no result within the time limit (exit status {rc})"
@@ -46,9 +48,8 @@ def judge(name, text, rc):
         why = f"ended without its totals line (exit status {rc})"
     elif totals[0] != len(checks):
         why = f"its totals count {totals[0]} checks, its output has {len(checks)}"
-    elif totals[1] != sum(not ok for ok, _, _ in checks):
-        why = (f"its totals count {totals[1]} failures, its output has "
-               f"{sum(not ok for ok, _, _ in checks)}")
+    elif totals[1] != failed:
+        why = f"its totals count {totals[1]} failures, its output has {failed}"
     elif totals[1] or rc:
         why = f"{totals[0]} tests, {totals[1]} failures, exit status {rc}"
     return checks, why is None, why

@@ -71,7 +71,7 @@ run_step() {
 # kernel built).  Its suite's results.json is named in
 # out/test/shstk-runs.ARCH when the guest has shadow stacks there.
 emu_steps() {
-	local a=$1 tag build
+	local a=$1 tag build tcg_tests
 	shstk_arch_vars "$a"
 	shstk_emu_vars "$2"
 	tag=$(basename "$EMU_OUT")
@@ -83,7 +83,8 @@ emu_steps() {
 		# Its VM steps would each try the failed build again.
 		[ "$LAST_RC" -eq 0 ] || return 0
 		# QEMU's own system tests of the project's TCG work, on that build.
-		if [ "$2" = qemu ] && [ -n "$(shstk_arch_fact "$a" qemu_tcg_tests)" ]; then
+		shstk_arch_fact_to tcg_tests "$a" qemu_tcg_tests
+		if [ "$2" = qemu ] && [ -n "$tcg_tests" ]; then
 			run_step "tcg-tests-$a" gdbsteps scripts/tcg-tests.sh "$a"
 		fi
 	fi
