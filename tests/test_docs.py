@@ -17,7 +17,7 @@ PATH = re.compile(r"(?<![\w./~<$-])((?:%s)/[\w./<>*-]*[\w>*])" % "|".join(DIRS))
 # Paths in the other projects' trees the documents speak of (the kernel's,
 # QEMU's), which share a top folder name with this one's.
 UPSTREAM = ("scripts/gdb/linux", "scripts/checkpatch.pl", "scripts/get_maintainer.pl",
-            "scripts/kconfig", "tests/tcg/", "tests/functional")
+            "scripts/kconfig", "tests/tcg/", "tests/functional", "docs/system")
 
 
 def exists(path):
