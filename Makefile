@@ -47,6 +47,12 @@ quote = '$(subst ','\'',$(1))'
 each_arch = exec $(S)/each-arch.sh $(if $(ARCH),,--emu $(call quote,$(EMU))) $(1) "$(ALL_ARCHES)"
 # PROG is one architecture's program: it needs ARCH.
 prog_needs_arch = $(if $(PROG),$(if $(ARCH),,$(error PROG= needs ARCH= (a static program is built for one architecture))))
+# TESTS=: programs of the guest suite and cases in them (spec/selection.py),
+# for the targets that run a suite of guest/tests.list; the others refuse it
+# rather than run what was not asked for.
+TESTS ?=
+run fuzz: export SHSTK_TESTS := $(TESTS)
+tests_refused = $(if $(TESTS),$(error TESTS= goes with make run and make fuzz: make $@ runs programs of its own, which TESTS= does not choose))
 
 .PHONY: help toolbox kernel smoke run test check-series cover-letter unit lint debug gdb-check \
 	trace replay replay-check fuzz bench tcg-tests clean
@@ -60,22 +66,24 @@ help:
 	@echo "In progress, only with ARCH= given: $(or $(ARCHES_IN_PROGRESS),none) (config/arches.ini says what is missing)"
 
 ## Targets (every arch: each arch EMU emulates, or ARCH=; one arch: ARCH=, or the host's)
-## make run [ARCH=] [EMU=] [PROG=] | every arch: boot the patched kernel, run the guest suite,
-##  | or a static PROG (needs ARCH=); results in out/<arch>/
+## make run [ARCH=] [EMU=] [PROG=] [TESTS=] |
+##  | every arch: boot the patched kernel, run the guest suite
+##  | (or TESTS= of it), or a static PROG (needs ARCH=); each
+##  | program's verdict as it ends; results in out/<arch>/
 run:
 	$(prog_needs_arch)@$(call each_arch,run) $(S)/run.sh run {arch} $(call quote,$(EMU)) $(call quote,$(PROG))
 
 ## make smoke [ARCH=] [EMU=] | every arch: boot, print CPU shadow stack support, prove the
 ##  | series is in the kernel
 smoke:
-	@$(call each_arch,smoke) $(S)/run.sh smoke {arch} $(call quote,$(EMU))
+	$(tests_refused)@$(call each_arch,smoke) $(S)/run.sh smoke {arch} $(call quote,$(EMU))
 
 ## make test [ARCH=] | everything CI runs (series, unit, lint, and per arch kernel,
 ##  | smoke, run, gdb-check, trace, replay, short fuzz; x86 also on
 ##  | Bochs, its verdicts compared with QEMU's); ARCH= limits the
 ##  | VM steps to one arch
 test:
-	$(S)/test.sh $(ARCH)
+	$(tests_refused)$(S)/test.sh $(ARCH)
 
 ## make kernel [ARCH=] | one arch: build the patched kernel (incremental, in the cache)
 kernel:
@@ -85,30 +93,30 @@ kernel:
 ##  | shstk-lab's helpers, stopped in copy_thread() of the guest
 ##  | program (or PROG)
 debug:
-	$(S)/debug.sh $(ONE_ARCH) $(call quote,$(EMU)) $(call quote,$(PROG))
+	$(tests_refused)$(S)/debug.sh $(ONE_ARCH) $(call quote,$(EMU)) $(call quote,$(PROG))
 
 ## make gdb-check [ARCH=] [EMU=] | every arch: scripted, checked gdb step-through of clone3()
 gdb-check:
-	@$(call each_arch,gdb-check) $(S)/gdb-check.sh {arch} $(call quote,$(EMU))
+	$(tests_refused)@$(call each_arch,gdb-check) $(S)/gdb-check.sh {arch} $(call quote,$(EMU))
 
 ## make replay [ARCH=] | one arch: record one round of the token race (QEMU
 ##  | record/replay), then gdb on the replay, which runs backwards
 replay:
-	$(S)/replay.sh $(ONE_ARCH) $(call quote,$(EMU))
+	$(tests_refused)$(S)/replay.sh $(ONE_ARCH) $(call quote,$(EMU))
 
 ## make replay-check [ARCH=] | every arch: the same, scripted: two replays must stop alike,
 ##  | a third runs back from the winner's child to the consumption
 replay-check:
-	@$(call each_arch,replay-check) $(S)/replay.sh --check {arch} $(call quote,$(EMU))
+	$(tests_refused)@$(call each_arch,replay-check) $(S)/replay.sh --check {arch} $(call quote,$(EMU))
 
 ## make trace [ARCH=] [EMU=] [SCRIPT=a,b] [PROG=] |
 ##  | every arch: bpftrace in the guest (every trace/ script in
 ##  | one boot, or those named), each log checked
 SCRIPT ?=
 trace:
-	$(prog_needs_arch)@$(call each_arch,trace) $(S)/trace.sh {arch} $(call quote,$(EMU)) $(call quote,$(SCRIPT)) $(call quote,$(PROG))
+	$(tests_refused)$(prog_needs_arch)@$(call each_arch,trace) $(S)/trace.sh {arch} $(call quote,$(EMU)) $(call quote,$(SCRIPT)) $(call quote,$(PROG))
 
-## make fuzz [ARCH=] [EMU=] [SEED=] [CALLS=] [ROUNDS=] [JOBS=] [KCONFIG=] |
+## make fuzz [ARCH=] [EMU=] [SEED=] [CALLS=] [ROUNDS=] [JOBS=] [KCONFIG=] [TESTS=] |
 ##  | one arch: clone3 fuzzer + token race on a KASAN/lockdep
 ##  | kernel (KCONFIG= empty: the normal one); hours at defaults
 # KCONFIG is set here: "export" would hand an unset one down as empty,
@@ -160,6 +168,10 @@ clean:
 ## EMU=qemu|bochs | the emulator (bochs: x86_64 only)
 ## PROG=FILE | a static program of yours, run in the guest instead of the
 ##  | suite (run, trace, debug)
+## TESTS='WORD ...' | run, fuzz: only these programs of the suite (names or globs
+##  | of * and ?, comma- or space-separated), or cases in them:
+##  | PROG:CASE, or CASE alone (shstk_clone3, cet_insns); the
+##  | report names what was left out (docs/guest-suite.md)
 ## QEMU=patched|stock | x86_64, riscv64 under QEMU: the project's QEMU (patches/qemu/:
 ##  | CET in TCG, Zicfiss fixes; the default) or Debian's (stock)
 ## BASELINE=1 | with kernel, run, smoke: the pristine kernel, for A/B

@@ -5,10 +5,10 @@
 
 For each arch and emulator under OUTROOT (out/<arch>[-<tag>][-<emu>], TAG
 the series' tag when it is not patches/):
-the suite's counts (make run), gdb-check's steps, and make fuzz's seeds and
-calls, each only from a run whose vm.json names SERIES_HASH: a result of
-another series, or of the tree with local changes, is not evidence for
-this one.  Prints a plain-text table, one line per arch and emulator.
+the suite's counts (make run; marked when TESTS= chose part of it),
+gdb-check's steps, and make fuzz's seeds and calls, each only from a run
+whose vm.json names SERIES_HASH: a result of another series, or of the tree
+with local changes, is not evidence for this one.  Prints a plain-text table, one line per arch and emulator.
 """
 import json
 import os
@@ -33,7 +33,11 @@ def suite(d, series_hash):
     r = read_json(os.path.join(d, "results.json"))
     if not r or not of_series(r.get("vm"), series_hash):
         return "-"
-    return f"{r['passed']}/{r['failed']}/{r['skipped']}"
+    counts = f"{r['passed']}/{r['failed']}/{r['skipped']}"
+    # Part of the suite is no evidence for the whole of it: said so.
+    if r.get("selection"):
+        counts += f" (only TESTS={r['selection']['tests']})"
+    return counts
 
 
 def gdb_check(d, series_hash):
@@ -51,6 +55,8 @@ def fuzz(d, series_hash):
     for vm_dir in sorted(os.listdir(root)) if os.path.isdir(root) else ():
         r = read_json(os.path.join(root, vm_dir, "results.json"))
         if not r or not of_series(r.get("vm"), series_hash):
+            continue
+        if "fuzz_clone3" in (r.get("selection") or {}).get("programs_left_out", ()):
             continue
         try:
             with open(os.path.join(root, vm_dir, "guest.out"), errors="replace") as f:

@@ -8,6 +8,10 @@ The guest's /init frames each program's output:
     SHSTK-LAB END <name> rc=<exit status>
     SHSTK-LAB DONE
 
+and, when the host's TESTS= chose what runs (spec/selection.py), first
+"SHSTK-LAB SELECTION <shstk.tests= word>", then "SHSTK-LAB NOT-SELECTED
+<name>" in place of each program it left out.
+
 Each program becomes a Program with its test points, plan, exit status and
 metrics ("# metric: NAME=VALUE" diagnostics), and a verdict that trusts
 nothing it did not see: a missing plan, a count that does not match the plan,
@@ -15,6 +19,8 @@ a non-zero exit or a missing END marker all fail the program.
 """
 import re
 from dataclasses import dataclass, field
+
+from spec.selection import NOT_SELECTED
 
 RESULT_RE = re.compile(r"^(not ok|ok)\s+(\d+)\s*(?:-\s*)?([^#]*?)\s*(?:#\s*(SKIP|TODO|XFAIL)\b\s*(.*))?$",
                        re.IGNORECASE)
@@ -47,16 +53,25 @@ class Program:
     problems: list = field(default_factory=list)
     bail_out: str | None = None    # the reason of a "Bail out!" line
     xfail: list = field(default_factory=list)    # (problem, why) known, not ours
+    left_out: bool = False         # TESTS= did not choose it: it never ran
 
     @property
     def verdict(self):
-        """'pass', 'skip' (ran, skipped everything it had to), 'xfail' (its
-        problems all known, guest/known-failures) or 'fail'."""
+        """'pass', 'skip' (ran, skipped everything it had to, or was left
+        out), 'xfail' (its problems all known, guest/known-failures) or
+        'fail'."""
+        if self.left_out:
+            return "skip"
         if self.problems:
             return "fail"
         if self.xfail:
             return "xfail"
         return "skip" if self.points and all(p.result == "skip" for p in self.points) else "pass"
+
+    @property
+    def cases_left_out(self):
+        """Its points TESTS= did not choose (ran with -t: lib/case.h)."""
+        return [p for p in self.points if p.result == "skip" and p.reason == NOT_SELECTED]
 
 
 def parse_points(prog):
@@ -110,6 +125,8 @@ def parse_points(prog):
 
 def judge(prog):
     """Record in prog.problems everything that makes the program a failure."""
+    if prog.left_out:
+        return
     if prog.plan is None and not prog.points and prog.rc is not None and prog.bail_out is None:
         tagged = [TAGGED_RE.match(line) for line in prog.lines]
         tagged = [m for m in tagged if m]
@@ -163,12 +180,18 @@ def judge(prog):
 
 
 def parse(text):
-    """Parse the whole results channel: returns (guest_info, programs, done)."""
+    """Parse the whole results channel: returns (guest_info, programs, done);
+    guest_info["tests"] is the selection, when TESTS= made one."""
     info, programs, current, done = {}, [], None, False
     for raw in text.splitlines():
         line = raw.rstrip("\r")
         if line.startswith("SHSTK-LAB GUEST "):
             info = dict(kv.split("=", 1) for kv in line.split()[2:] if "=" in kv)
+        elif line.startswith("SHSTK-LAB SELECTION "):
+            info["tests"] = line.split(None, 2)[2].strip()
+        elif line.startswith("SHSTK-LAB NOT-SELECTED "):
+            programs.append(Program(line.split(None, 2)[2].strip(), left_out=True))
+            current = None
         elif line.startswith("SHSTK-LAB BEGIN "):
             current = Program(line.split(None, 2)[2].strip())
             programs.append(current)

@@ -23,6 +23,7 @@ import sys
 
 from checks import junit, ktap
 from spec import console
+from spec.selection import NOT_SELECTED, parse_guest_word
 
 # Our own suite is listed test point by test point; the kernel's selftests
 # (many points each) are summarised, with every point that did not pass.
@@ -52,10 +53,14 @@ def apply_known(arch, programs, known, emu="qemu", build=""):
     that did not happen becomes a problem itself (XPASS: update the list).
     An entry's arch is "ARCH" (any emulator), "ARCH/EMU", or "ARCH/EMU/KIND"
     for one kind of build of it: the first word of vm.json's emu_build
-    ("stock" or "patched" for QEMU)."""
+    ("stock" or "patched" for QEMU).  A program TESTS= left out, or some
+    of whose cases it did, cannot show that a listed problem is gone: no
+    XPASS there."""
     kind = (build.split() or [""])[0]
     runs_as = {arch, f"{arch}/{emu}"} | ({f"{arch}/{emu}/{kind}"} if kind else set())
     for prog in programs:
+        if prog.left_out:
+            continue
         for (k_arch, k_prog, problem), why in known.items():
             if k_arch not in runs_as or k_prog != prog.name:
                 continue
@@ -67,7 +72,7 @@ def apply_known(arch, programs, known, emu="qemu", build=""):
                     if problem == f"not ok {p.number} {p.name}":
                         p.result = "xfail"
                         p.reason = why
-            else:
+            elif not prog.cases_left_out:
                 prog.problems.append(f"XPASS: listed in guest/known-failures but did not "
                                      f"happen: {problem}")
 
@@ -153,6 +158,49 @@ def kernel_ibt_problems(vm, info):
     return []
 
 
+def selection_problems(info, programs, done):
+    """What the guest ran against what TESTS= chose (its shstk.tests= word,
+    which the guest echoes): a program or case it should have run and did
+    not, or one it should have left out and ran."""
+    word = info.get("tests")
+    if not word:
+        return [f"the guest left out {p.name}, but no TESTS= chose what runs"
+                for p in programs if p.left_out]
+    chosen = parse_guest_word(word)
+    problems = []
+    for p in programs:
+        if p.left_out:
+            if p.name in chosen:
+                problems.append(f"TESTS= chose {p.name}, but the guest left it out")
+        elif p.name not in chosen:
+            problems.append(f"{p.name} ran, but TESTS= did not choose it")
+        elif chosen[p.name] is None and p.cases_left_out:
+            problems.append(f"TESTS= chose all of {p.name}, but it left out "
+                            f"{len(p.cases_left_out)} cases")
+        elif chosen[p.name] and not p.cases_left_out and p.points:
+            problems.append(f"TESTS= chose some cases of {p.name}, but it ran every case")
+    if done:
+        have = {p.name for p in programs}
+        problems += [f"TESTS= chose {name}, which the guest does not have"
+                     for name in chosen if name not in have]
+    if programs and all(p.left_out for p in programs):
+        problems.append("TESTS= left every program out")
+    return problems
+
+
+def selection_line(info, programs):
+    """What TESTS= left out, for the report's reader, or "" for the whole
+    suite: a run with a selection must never read as a whole one."""
+    if not info.get("tests"):
+        return ""
+    left = [p.name for p in programs if p.left_out]
+    cases = [f"{len(p.cases_left_out)} of {len(p.points)} cases of {p.name}"
+             for p in programs if p.cases_left_out]
+    out = [f"{len(left)} of {len(programs)} programs ({', '.join(left)})"] if left else []
+    return (f"not the whole suite: TESTS= chose {info['tests']}, and left out "
+            f"{'; '.join(out + cases) or 'nothing'}")
+
+
 def judge_run(vm, console_text, guest_text):
     """Return (info, programs, run_problems) for one run."""
     info, programs, done = ktap.parse(guest_text)
@@ -177,6 +225,7 @@ def judge_run(vm, console_text, guest_text):
                         f"came up (a triple fault early in boot ends so)")
     problems += xstate_problems(vm, info)
     problems += kernel_ibt_problems(vm, info)
+    problems += selection_problems(info, programs, done)
     if not done:
         problems.append("the guest never reached the end of its test list")
     if not programs:
@@ -195,6 +244,8 @@ def counts(programs, run_problems):
     program or run problem no point shows; known failures count as skipped."""
     passed = failed = skipped = 0
     for prog in programs:
+        # A program TESTS= left out is one skip, as its KTAP line says.
+        skipped += prog.left_out
         skipped += sum(not x.startswith("not ok ") for x, _ in prog.xfail)
         skipped += sum(p.result == "xfail" for p in prog.points)
         for p in prog.points:
@@ -216,14 +267,22 @@ def write_ktap(path, programs):
                 f.write(f"    {line}\n")
             status = "not ok" if prog.verdict == "fail" else "ok"
             skip = " # SKIP all test points skipped" if prog.verdict == "skip" else ""
+            if prog.left_out:
+                skip = f" # SKIP {NOT_SELECTED}"
             f.write(f"{status} {i} {prog.name}{skip}\n")
 
 
 def table(arch, emu, programs, run_problems):
     rows = []
     for prog in programs:
+        if prog.left_out:
+            rows.append((prog.name, "(program)", "SKIP", NOT_SELECTED))
+            continue
+        # The cases TESTS= left out make one row, not one each.
+        left_out = prog.cases_left_out
+        shown = [p for p in prog.points if p not in left_out]
         if prog.name in DETAILED or prog.verdict == "fail" and not prog.points:
-            for p in prog.points:
+            for p in shown:
                 rows.append((prog.name, p.name, p.result.upper(), p.reason))
         else:
             n = {r: sum(p.result == r for p in prog.points) for r in ("pass", "fail", "skip", "xfail")}
@@ -231,9 +290,11 @@ def table(arch, emu, programs, run_problems):
                          f"{n['fail']} fail, {n['skip']} skip"
                          f"{', %d xfail' % n['xfail'] if n['xfail'] else ''})",
                          prog.verdict.upper(), ""))
-            for p in prog.points:
+            for p in shown:
                 if p.result != "pass":
                     rows.append((prog.name, p.name, p.result.upper(), p.reason))
+        if left_out:
+            rows.append((prog.name, f"({len(left_out)} cases)", "SKIP", NOT_SELECTED))
         for problem in prog.problems:
             if not problem.startswith("not ok "):
                 rows.append((prog.name, "(program)", "FAIL", problem))
@@ -289,9 +350,16 @@ def main(argv):
     write_ktap(os.path.join(outdir, "results.ktap"), programs)
     junit.write(os.path.join(outdir, "results.junit.xml"),
                 junit.run_suites(arch, emu, programs, run_problems, series_of(vm)))
+    selection = None
+    if info.get("tests"):
+        selection = {"tests": info["tests"],
+                     "programs_left_out": [p.name for p in programs if p.left_out],
+                     "cases_left_out": {p.name: [x.name for x in p.cases_left_out]
+                                        for p in programs if p.cases_left_out}}
     result = {
         "arch": arch, "emu": emu, "guest": info, "vm": vm, **series_of(vm),
         "passed": passed, "failed": failed, "skipped": skipped,
+        "selection": selection,
         "run_problems": run_problems,
         "programs": [{
             "name": p.name, "rc": p.rc, "plan": p.plan, "verdict": p.verdict,
@@ -319,8 +387,12 @@ def main(argv):
     for prog in programs:
         for k, v in prog.metrics.items():
             print(f"{arch} metric {prog.name}.{k} = {v}")
+    chosen = selection_line(info, programs)
+    if chosen:
+        print(f"{arch}/{emu}: {chosen}")
     print(f"{arch}/{emu}: {passed} passed, {failed} failed, {skipped} skipped "
-          f"(vm {vm.get('seconds', '?')} s; logs in {outdir})")
+          f"(vm {vm.get('seconds', '?')} s{'; chosen by TESTS=' if chosen else ''}; "
+          f"logs in {outdir})")
     return 1 if failed else 0
 
 

@@ -14,7 +14,8 @@
  * so that a fault ends only that child: the case's result is the child's
  * exit status, or 100 + si_code for SIGSEGV and 200 for SIGILL, caught by
  * a handler that exits at once.  A case says which it must be with
- * .exit_status (CASE(), lib/case.h), 0 if none is given.
+ * .exit_status (CASE(), lib/case.h), 0 if none is given.  "-t GLOB" runs
+ * only the cases it matches, the others reported skipped.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -397,12 +398,13 @@ static int run_child(const struct guest_case *c)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 300 + WTERMSIG(status);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct guest_case *const *cases;
 	bool cpu = shstk_cpu_has();
 	size_t i, n;
 
+	case_options(argc, argv);
 	cases = case_list(&n);
 	ktap_plan(n);
 	ktap_diag("cpu shadow stack: %s", cpu ? "yes" : "no");
@@ -410,6 +412,10 @@ int main(void)
 		const struct guest_case *c = cases[i];
 		int got;
 
+		if (!case_selected(c)) {
+			ktap_result(0, c->name, CASE_NOT_SELECTED);
+			continue;
+		}
 		if (c->needs_shstk && !cpu) {
 			ktap_result(0, c->name, shstk_no_cpu_reason());
 			continue;

@@ -5,11 +5,12 @@
 # Not "set -e": the init must go on to the next program and to power-off
 # whatever one of them does.
 #
-# /init of the shstk-lab guest.  Runs every program in /tests/list and
-# writes their output, framed by markers, to the results channel (a virtio
-# console or a second serial port, named by shstk.out= on the command line),
-# apart from the kernel's console.  Then powers off.  The host reads the
-# channel and the console log and decides; nothing here judges.
+# /init of the shstk-lab guest.  Runs every program in /tests/list (or the
+# ones shstk.tests= chooses, below) and writes their output, framed by
+# markers, to the results channel (a virtio console or a second serial
+# port, named by shstk.out= on the command line), apart from the kernel's
+# console.  Then powers off.  The host reads the channel and the console
+# log and decides; nothing here judges.
 
 /bin/busybox mkdir -p /proc /sys /dev /tmp /run
 /bin/busybox mount -t proc proc /proc
@@ -71,10 +72,14 @@ trace=
 comm=
 rootfs=
 snapshot=
+tests=
 words() {
+	# A word may hold globs (shstk.tests=): never file names.
+	set -f
 	for arg in $1; do
 		case "$arg" in
 		shstk.out=*) out=${arg#shstk.out=} ;;
+		shstk.tests=*) tests=${arg#shstk.tests=} ;;
 		shstk.snapshot=*) snapshot=${arg#shstk.snapshot=} ;;
 		shstk.trace=*) trace=${arg#shstk.trace=} ;;
 		shstk.trace_comm=*) comm=${arg#shstk.trace_comm=} ;;
@@ -86,6 +91,7 @@ words() {
 			;;
 		esac
 	done
+	set +f
 }
 words "$cmdline"
 
@@ -289,12 +295,14 @@ if [ -n "$snapshot" ]; then
 	fi
 	words "$cmdline"
 	# What the kernel hands init as its environment: NAME=value words.
+	set -f
 	for arg in $cmdline; do
 		case "${arg%%=*}" in
 		"$arg" | '' | [0-9]* | *[!A-Za-z0-9_]*) ;;
 		*) export "${arg?}" ;;
 		esac
 	done
+	set +f
 fi
 
 say "kernel $release, cpu shadow stack: $shstk${xstate:+, FPU state:$xstate}${ibt:+, kernel IBT: ${ibt#*=}}"
@@ -303,13 +311,46 @@ for t in $broken; do
 	trace_stop "$t" 255
 done
 
+# shstk.tests=NAME[:GLOB],...: the programs the host's TESTS= chose
+# (scripts/lib/entry.sh shstk_tests_select), by name, each whole or with
+# globs of the cases to run in it.  chosen NAME: whether it chose the
+# program NAME; args, the -t options for its cases (empty: every case).
+# Without shstk.tests= every program is chosen.
+chosen() {
+	local item found=''
+	args=
+	[ -n "$tests" ] || return 0
+	set -f
+	IFS=,
+	for item in $tests; do
+		case "$item" in
+		"$1") found=whole ;;
+		"$1":*)
+			[ -n "$found" ] || found=cases
+			args="$args -t ${item#"$1":}"
+			;;
+		esac
+	done
+	unset IFS
+	set +f
+	[ "$found" != whole ] || args=
+	[ -n "$found" ]
+}
+
+[ -z "$tests" ] || emit "SHSTK-LAB SELECTION $tests"
 while read -r name prog timeout; do
 	case "$name" in '' | '#'*) continue ;; esac
-	say "running $name"
+	if ! chosen "$name"; then
+		emit "SHSTK-LAB NOT-SELECTED $name"
+		continue
+	fi
+	say "running $name${args:+ with$args}"
 	emit "SHSTK-LAB BEGIN $name"
 	# Run from the program's directory (its path is absolute): some
-	# selftests exec helpers beside them.
-	(cd "${prog%/*}/" && timeout "$timeout" "$prog") >>"$out" 2>&1
+	# selftests exec helpers beside them.  The -t globs reach it as they
+	# are, a word each.
+	# shellcheck disable=SC2086
+	(cd "${prog%/*}/" && set -f && timeout "$timeout" "$prog" $args) >>"$out" 2>&1
 	rc=$?
 	emit "SHSTK-LAB END $name rc=$rc"
 	say "$name exited $rc"

@@ -16,7 +16,8 @@
  * skips where the kernel's clone_args has none, a tree without the series;
  * one that checks a fix the series carries (.series_fix) runs there, and
  * on the arch of the fix its failure is reported as one that tree is
- * known to have (kselftest's XFAIL).
+ * known to have (kselftest's XFAIL).  "-t GLOB" runs only the cases it
+ * matches (lib/case.h), the others reported skipped.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -1332,12 +1333,13 @@ static void run_case(const struct guest_case *c)
  * that does not run before that; main() must then never return, and ends in
  * exit() through ktap_finish().
  */
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct guest_case *const *cases;
 	bool enabling_done = false;
 	size_t i, n;
 
+	case_options(argc, argv);
 	cases = case_list(&n);
 	/* Enabling comes once: the cases that run before it come first. */
 	for (i = 1; i < n; i++) {
@@ -1368,6 +1370,10 @@ int main(void)
 			else if (!shstk_enabled)
 				skip_reason = "enabling shadow stacks failed";
 			ktap_diag("shadow stack enabled: %s", shstk_enabled ? "yes" : "no");
+		}
+		if (!case_selected(c)) {
+			ktap_result(0, c->name, CASE_NOT_SELECTED);
+			continue;
 		}
 		/* The CPU has shadow stacks but they could not be enabled: a failure. */
 		if (c->needs_shstk && cpu_shstk && !shstk_enabled) {

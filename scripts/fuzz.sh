@@ -11,6 +11,8 @@
 #         runs in each VM, after the fuzzer
 #   JOBS= VMs to split the calls and rounds over (default: as many as keep
 #         the host's CPUs busy: 1 under QEMU, one per host CPU under Bochs)
+#   SHSTK_TESTS= (make's TESTS=) only these programs of the fuzz suite
+#         (fuzz_clone3, and xsave_integrity on x86; spec/selection.py)
 #
 # The verdict: every invariant held, and no KASAN, lockdep, WARN, BUG or
 # kmemleak report in the console log.  Results in out/<arch>[-emu]/fuzz/:
@@ -40,12 +42,14 @@ for v in CALLS:"$calls" ROUNDS:"$rounds" JOBS:"$JOBS" XSAVE_SECONDS:"$xsave_seco
 done
 [[ $seed =~ ^[0-9a-fA-F]{1,16}$ ]] || shstk_die "SEED=$seed is not a 64-bit hex number"
 [ "$JOBS" -ge 1 ] || shstk_die "JOBS=$JOBS: at least one VM"
+shstk_tests_select fuzz
 out=$EMU_OUT/fuzz
 
 shstk_lock_out "$out"
 # A step's results come from this run or from nowhere, even if a build
 # below fails.
 rm -rf "$out"
+[ -z "$TESTS_NONE" ] || shstk_skip_step fuzz "$TESTS_NONE"
 shstk_build_boot fuzz
 shstk_msg "fuzzing $ARCH/$EMU (kernel: ${SHSTK_KCONFIG_VARIANT:-default}) with seed 0x$seed: $calls calls, $rounds race rounds, $JOBS VM(s)"
 mkdir -p "$out"
@@ -59,14 +63,14 @@ for ((i = 0; i < JOBS; i++)); do
 	n=$((calls / JOBS + (i < calls % JOBS))) r=$((rounds / JOBS + (i < rounds % JOBS)))
 	vm_dirs+=("$out/vm$i")
 	[ "$JOBS" -eq 1 ] || shstk_msg "vm$i: seed 0x$(vm_seed "$i"), $n calls, $r race rounds; logs in $out/vm$i"
-	vm=("$SHSTK_TOP/scripts/vm/boot.sh" "$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out/vm$i"
+	vm=("$ARCH" "$EMU" "$KBUILD_DIR/$KIMAGE" "$GUEST_IMAGE" "$out/vm$i"
 		"${SHSTK_FUZZ_TIMEOUT:-5400}"
-		"SHSTK_SEED=0x$(vm_seed "$i") SHSTK_FUZZ_CALLS=$n SHSTK_FUZZ_ROUNDS=$r SHSTK_XSAVE_SECONDS=$xsave_seconds")
+		"SHSTK_SEED=0x$(vm_seed "$i") SHSTK_FUZZ_CALLS=$n SHSTK_FUZZ_ROUNDS=$r SHSTK_XSAVE_SECONDS=$xsave_seconds${TESTS_APPEND:+ $TESTS_APPEND}")
 	# With several VMs each one's messages carry its name.
 	if [ "$JOBS" -eq 1 ]; then
-		shstk_start_child "${vm[@]}"
+		shstk_start_boot "${vm[@]}"
 	else
-		shstk_start_child "${vm[@]}" > >(sed -u "s/^/[vm$i] /") 2>&1
+		shstk_start_boot "${vm[@]}" > >(sed -u "s/^/[vm$i] /") 2>&1
 	fi
 done
 shstk_wait_children || true

@@ -28,6 +28,9 @@ set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
 shstk_host_check
+# Its counts are the whole suite's: a selection would change them.
+[ -z "${SHSTK_TESTS:-}" ] ||
+	shstk_die "make test runs the whole suite: TESTS= (SHSTK_TESTS=$SHSTK_TESTS) goes with make run and make fuzz"
 
 LOG=$SHSTK_OUT/test$SHSTK_TREE_SUFFIX
 cd "$SHSTK_TOP"

@@ -17,6 +17,9 @@ set -euo pipefail
 shstk_host_check
 shstk_arch_vars "${1:-}"
 shstk_emu_vars "${2:-}"
+# The trace suite is the one program the scripts trace, and check.
+[ -z "${SHSTK_TESTS:-}" ] ||
+	shstk_die "TESTS= goes with make run and make fuzz: make trace runs shstk_gdb alone, which every trace/ script watches (SCRIPT= chooses the scripts)"
 scripts=()
 if [ -n "${3:-}" ]; then
 	IFS=, read -ra scripts <<<"$3"

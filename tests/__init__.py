@@ -7,5 +7,6 @@ variables to every make below it."""
 import os
 
 for _name in ("SHSTK_KSRC", "SHSTK_KSRC_TAG_OF", "SHSTK_SERIES", "SHSTK_SERIES_TAG_OF",
-              "SHSTK_BASELINE", "KSRC", "SERIES", "BASELINE", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+              "SHSTK_BASELINE", "KSRC", "SERIES", "BASELINE", "SHSTK_TESTS", "TESTS",
+              "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
     os.environ.pop(_name, None)

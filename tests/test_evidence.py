@@ -45,6 +45,17 @@ class EvidenceTest(ScratchDirTest):
         self.assertEqual(len(evidence.rows(self.dir, H, "v23-1e53c1d0")), 1)
         self.assertEqual(len(evidence.rows(self.dir, H)), 1)
 
+    def test_part_of_the_suite_is_marked_and_a_fuzz_run_without_the_fuzzer_is_none(self):
+        self.run_dir("x86_64", "x86_64", H)
+        vm = {"arch": "x86_64", "emu": "qemu", "series_hash": H, "local_edits": False}
+        self.write("x86_64/results.json", {"vm": vm, "passed": 27, "failed": 0, "skipped": 6,
+                                           "selection": {"tests": "shstk_clone3"}})
+        self.write("x86_64/fuzz/vm0/results.json", {
+            "vm": vm, "failed": 0,
+            "selection": {"tests": "xsave_integrity", "programs_left_out": ["fuzz_clone3"]}})
+        row = evidence.rows(self.dir, H)[0]
+        self.assertEqual((row[2], row[4]), ("27/0/6 (only TESTS=shstk_clone3)", "-"))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """checks/junit.py: JUnit XML that CI systems read, with the counts that
 checks/ counted."""
+import contextlib
+import io
 import json
 import os
 import tempfile
@@ -106,6 +108,28 @@ class RunTest(unittest.TestCase):
         with self.assertRaises(SystemExit) as e:
             junit.main(["make-test", "/tmp", "/tmp/x.xml", "unit", "unittest"])
         self.assertEqual(e.exception.code, 2)
+
+    def test_a_program_tests_left_out_is_one_skipped_case(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "guest.out"), "w") as f:
+                f.write(GUEST.replace("SHSTK-LAB BEGIN crashy",
+                                      "SHSTK-LAB NOT-SELECTED left\nSHSTK-LAB BEGIN crashy")
+                        .replace("SHSTK-LAB GUEST kernel=7.3.4 arch=aarch64 cpu_shstk=yes\n",
+                                 "SHSTK-LAB GUEST kernel=7.3.4 arch=aarch64 cpu_shstk=yes\n"
+                                 "SHSTK-LAB SELECTION shstk_clone3,crashy\n"))
+            with open(os.path.join(d, "vm.json"), "w") as f:
+                json.dump({"arch": "arm64", "emu": "qemu", "exit": 0, "poweroff_exit": 0,
+                           "timeout": False, "seconds": 3}, f)
+            with contextlib.redirect_stdout(io.StringIO()):
+                report.main(["report", d])
+            root = ET.parse(os.path.join(d, "results.junit.xml")).getroot()
+            with open(os.path.join(d, "results.json")) as f:
+                counted = json.load(f)
+        check_schema(self, root)
+        self.assertEqual(int(root.get("skipped")), counted["skipped"])
+        case = next(c for c in root.iter("testcase") if c.get("classname") == "arm64.qemu.left")
+        self.assertEqual((case.get("name"), case.find("skipped").get("message")),
+                         ("(program)", "not selected by TESTS="))
 
 
 if __name__ == "__main__":

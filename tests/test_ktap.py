@@ -133,6 +133,23 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(len(progs[0].points), 1)
         self.assertEqual(progs[0].verdict, "pass")
 
+    def test_a_selection_and_the_programs_it_left_out(self):
+        text = ("SHSTK-LAB GUEST kernel=7.3.4+ arch=x86_64 cpu_shstk=yes\n"
+                "SHSTK-LAB SELECTION x:a*\nSHSTK-LAB NOT-SELECTED gcs/basic-gcs\n"
+                "SHSTK-LAB BEGIN x\n1..2\nok 1 a1\nok 2 b # SKIP not selected by TESTS=\n"
+                "SHSTK-LAB END x rc=0\nSHSTK-LAB DONE\n")
+        info, progs, done = ktap.parse(text)
+        self.assertTrue(done)
+        self.assertEqual((info["tests"], info["kernel"]), ("x:a*", "7.3.4+"))
+        left, ran = progs
+        self.assertEqual((left.name, left.left_out, left.verdict, left.problems, left.points),
+                         ("gcs/basic-gcs", True, "skip", [], []))
+        self.assertEqual((ran.left_out, ran.verdict), (False, "pass"))
+        self.assertEqual([p.name for p in ran.cases_left_out], ["b"])
+        # Another skip reason is no selection's.
+        _, progs, _ = ktap.parse(text.replace("# SKIP not selected by TESTS=", "# SKIP no CPU"))
+        self.assertEqual(progs[1].cases_left_out, [])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import tempfile
 import unittest
 
@@ -219,6 +220,131 @@ class KernelIbtTest(unittest.TestCase):
         self.assertEqual(report.kernel_ibt_problems({"kernel_ibt": ""},
                                                     {"kernel_ibt": "failed"}), [])
         self.assertEqual(report.kernel_ibt_problems({}, {}), [])
+
+
+# A run TESTS= chose part of: ours with two of its three cases, the selftest
+# left out, and the fuzz program left out too.
+CHOSEN = """SHSTK-LAB GUEST kernel=7.3.4+ arch=x86_64 cpu_shstk=yes
+SHSTK-LAB SELECTION ours:token_*
+SHSTK-LAB BEGIN ours
+KTAP version 1
+1..3
+ok 1 token_ok
+not ok 2 token_reused
+ok 3 size_e2big # SKIP not selected by TESTS=
+SHSTK-LAB END ours rc=1
+SHSTK-LAB NOT-SELECTED clone3
+SHSTK-LAB NOT-SELECTED fuzz
+SHSTK-LAB DONE
+"""
+VM = {"arch": "x86_64", "emu": "qemu", "exit": 0, "poweroff_exit": 0, "timeout": False,
+      "seconds": 2}
+
+
+class SelectionTest(unittest.TestCase):
+    """A run with TESTS=: what was left out is said, and counted as skipped;
+    what ran is judged as ever."""
+
+    def judged(self, text=CHOSEN, known=None):
+        info, programs, problems = report.judge_run(VM, "", text)
+        report.apply_known("x86_64", programs, known or {})
+        return info, programs, problems
+
+    def test_left_out_programs_are_one_skip_each_and_failures_still_fail(self):
+        info, programs, problems = self.judged()
+        self.assertEqual(problems, [])
+        self.assertEqual(info["tests"], "ours:token_*")
+        self.assertEqual([(p.name, p.verdict) for p in programs],
+                         [("ours", "fail"), ("clone3", "skip"), ("fuzz", "skip")])
+        # ours: 1 pass, 1 fail, 1 case left out; two programs left out.
+        self.assertEqual(report.counts(programs, problems), (1, 1, 3))
+
+    def test_the_whole_suite_counts_as_before(self):
+        whole = CHOSEN.replace("SHSTK-LAB SELECTION ours:token_*\n", "").replace(
+            " # SKIP not selected by TESTS=", "").replace(
+            "SHSTK-LAB NOT-SELECTED clone3\nSHSTK-LAB NOT-SELECTED fuzz\n", "")
+        info, programs, problems = self.judged(whole)
+        self.assertEqual(problems, [])
+        self.assertEqual(report.counts(programs, problems), (2, 1, 0))
+        self.assertEqual(report.selection_line(info, programs), "")
+
+    def test_the_report_says_it_is_not_the_whole_suite(self):
+        info, programs, _ = self.judged()
+        self.assertEqual(report.selection_line(info, programs),
+                         "not the whole suite: TESTS= chose ours:token_*, and left out "
+                         "2 of 3 programs (clone3, fuzz); 1 of 3 cases of ours")
+        rows = report.table("x86_64", "qemu", programs, []).splitlines()
+        self.assertTrue(any(re.search(r"clone3 +\(program\) +SKIP  \(not selected by TESTS=\)", r)
+                            for r in rows), rows)
+        self.assertTrue(any(re.search(r"ours +\(1 cases\) +SKIP  \(not selected by TESTS=\)", r)
+                            for r in rows), rows)
+        self.assertFalse([r for r in rows if "size_e2big" in r])
+
+    def test_ktap_json_and_the_last_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "vm.json"), "w") as f:
+                json.dump(VM, f)
+            with open(os.path.join(d, "guest.out"), "w") as f:
+                f.write(CHOSEN.replace("not ok 2", "ok 2").replace("rc=1", "rc=0"))
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                self.assertEqual(report.main(["report", d]), 0)
+            with open(os.path.join(d, "results.ktap")) as f:
+                ktap_text = f.read()
+            with open(os.path.join(d, "results.json")) as f:
+                result = json.load(f)
+        self.assertIn("\nok 2 clone3 # SKIP not selected by TESTS=\n", ktap_text)
+        self.assertIn("\nok 3 fuzz # SKIP not selected by TESTS=\n", ktap_text)
+        self.assertEqual(result["selection"], {"tests": "ours:token_*",
+                                               "programs_left_out": ["clone3", "fuzz"],
+                                               "cases_left_out": {"ours": ["size_e2big"]}})
+        self.assertEqual((result["passed"], result["failed"], result["skipped"]), (2, 0, 3))
+        last = out.getvalue().splitlines()[-1]
+        self.assertRegex(last, r"^x86_64/qemu: 2 passed, 0 failed, 3 skipped \(.*chosen by TESTS=")
+        self.assertIn("x86_64/qemu: not the whole suite: TESTS= chose", out.getvalue())
+
+    def test_no_xpass_for_what_did_not_run(self):
+        known = {("x86_64", "clone3", "exit status 1"): "why",
+                 ("x86_64", "ours", "not ok 3 size_e2big"): "why"}
+        _, programs, _ = self.judged(CHOSEN.replace("not ok 2", "ok 2").replace("rc=1", "rc=0"),
+                                     known)
+        self.assertEqual([p.problems for p in programs], [[], [], []])
+        # The whole program, run whole, still shows a listed failure gone.
+        _, programs, _ = self.judged(
+            CHOSEN.replace("not ok 2", "ok 2").replace("rc=1", "rc=0")
+            .replace(" # SKIP not selected by TESTS=", ""), known)
+        self.assertTrue(programs[0].problems[0].startswith("XPASS"))
+
+    def test_a_listed_failure_of_a_chosen_case_is_still_known(self):
+        known = {("x86_64", "ours", "not ok 2 token_reused"): "why",
+                 ("x86_64", "ours", "exit status 1"): "why"}
+        _, programs, _ = self.judged(known=known)
+        self.assertEqual(programs[0].verdict, "xfail")
+        # Another failure of it is not covered.
+        _, programs, _ = self.judged(CHOSEN.replace("ok 1 token_ok", "not ok 1 token_ok"), known)
+        self.assertEqual(programs[0].verdict, "fail")
+
+    def test_the_guest_must_run_what_was_chosen_and_nothing_else(self):
+        def problems(text):
+            return report.judge_run(VM, "", text)[2]
+        self.assertEqual(problems(CHOSEN.replace("SELECTION ours:token_*", "SELECTION ours")),
+                         ["TESTS= chose all of ours, but it left out 1 cases"])
+        self.assertEqual(problems(CHOSEN.replace("SELECTION ours:token_*",
+                                                 "SELECTION ours:token_*,clone3")),
+                         ["TESTS= chose clone3, but the guest left it out"])
+        self.assertEqual(problems(CHOSEN.replace("SELECTION ours:token_*", "SELECTION fuzz")),
+                         ["ours ran, but TESTS= did not choose it",
+                          "TESTS= chose fuzz, but the guest left it out"])
+        self.assertEqual(problems(CHOSEN.replace(" # SKIP not selected by TESTS=", "")),
+                         ["TESTS= chose some cases of ours, but it ran every case"])
+        self.assertEqual(problems(CHOSEN.replace("SELECTION ours:token_*",
+                                                 "SELECTION ours:token_*,gone")),
+                         ["TESTS= chose gone, which the guest does not have"])
+        self.assertEqual(problems(CHOSEN.replace("SHSTK-LAB SELECTION ours:token_*\n", "")),
+                         ["the guest left out clone3, but no TESTS= chose what runs",
+                          "the guest left out fuzz, but no TESTS= chose what runs"])
+        nothing = ("SHSTK-LAB SELECTION x\nSHSTK-LAB NOT-SELECTED clone3\nSHSTK-LAB DONE\n")
+        self.assertIn("TESTS= left every program out", problems(nothing))
 
 
 if __name__ == "__main__":

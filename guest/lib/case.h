@@ -13,14 +13,21 @@
  * Each case leaves a pointer to its description in the section guest_cases;
  * case_list() returns them in the order of the source, by file and line,
  * which is the order the program runs and numbers them in.
+ *
+ * case_options() takes the program's command line: "-t GLOB", as often as
+ * needed, runs only the cases whose names match one of the globs, as
+ * kselftest's harness takes -t; the others are still numbered, and
+ * reported skipped (make's TESTS= chooses cases this way, guest/init.sh).
  */
 #ifndef SHSTK_LAB_CASE_H
 #define SHSTK_LAB_CASE_H
 
+#include <fnmatch.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ktap.h"
 
@@ -80,6 +87,56 @@ static inline const struct guest_case *const *case_list(size_t *n)
 	*n = __stop_guest_cases - __start_guest_cases;
 	qsort(__start_guest_cases, *n, sizeof(*__start_guest_cases), case_line_cmp);
 	return __start_guest_cases;
+}
+
+/* The skip reason of a case -t left out, which the host's report knows. */
+#define CASE_NOT_SELECTED	"not selected by TESTS="
+
+/* The -t globs of the command line; none: every case runs. */
+static const char **case_globs;
+static int case_nglobs;
+
+static inline __attribute__((noreturn)) void case_usage(const char *prog)
+{
+	fprintf(stderr, "usage: %s [-t CASE-GLOB]...\n", prog);
+	exit(2);
+}
+
+/*
+ * Take the program's options: "-t GLOB" (repeated) chooses the cases to run.
+ * Anything else ends the program with its usage, before any KTAP line.
+ */
+static inline void case_options(int argc, char **argv)
+{
+	int opt;
+
+	/* Never more globs than words on the command line. */
+	case_globs = calloc(argc, sizeof(*case_globs));
+	if (!case_globs) {
+		perror("calloc");
+		exit(1);
+	}
+	while ((opt = getopt(argc, argv, "t:")) != -1) {
+		if (opt != 't')
+			case_usage(argv[0]);
+		case_globs[case_nglobs++] = optarg;
+	}
+	if (optind < argc)
+		case_usage(argv[0]);
+}
+
+/* Whether the case @c is to run: no -t given, or one whose glob it matches. */
+static inline bool case_selected(const struct guest_case *c)
+{
+	int i;
+
+	if (!case_nglobs)
+		return true;
+	for (i = 0; i < case_nglobs; i++) {
+		if (!fnmatch(case_globs[i], c->name, 0))
+			return true;
+	}
+	return false;
 }
 
 /* A failed condition: where, what, and the message, then FAIL. */

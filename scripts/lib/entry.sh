@@ -4,8 +4,10 @@
 # What a make entry point (scripts/*.sh) sources: it may call every layer,
 # so it has core.sh and both layers' helpers, and here what ties them
 # together for a run: everything a boot needs, built and handed to the VM
-# layer (shstk_build_boot, shstk_emulator_build), and what the gdb layer is
-# handed of a VM (shstk_export_gdb_env).  Sourced, never run.
+# layer (shstk_build_boot, shstk_emulator_build), what TESTS= chooses of a
+# suite (shstk_tests_select), a boot with checks/ following its results as
+# they come (shstk_start_boot), and what the gdb layer is handed of a VM
+# (shstk_export_gdb_env).  Sourced, never run.
 
 # shellcheck source=scripts/lib/core.sh
 . "${BASH_SOURCE[0]%/*}/core.sh"
@@ -81,6 +83,65 @@ shstk_emulator_build() {
 		SHSTK_EMU_DESCRIPTION=${built#*$'\n'}
 	fi
 	export SHSTK_EMU_BIN SHSTK_EMU_DESCRIPTION SHSTK_EMU_PURPOSE
+}
+
+# The guest programs and cases TESTS= (SHSTK_TESTS) chooses from SUITE of
+# guest/tests.list on $ARCH (spec/selection.py), checked before any long
+# step: TESTS_APPEND, the shstk.tests= word for init's command line ("" for
+# the whole suite).  A word that matches nothing stops the script, naming
+# it and the names there are.  A selection of nothing on this arch (words
+# for another arch's programs) sets TESTS_NONE, the reason the caller's
+# step is a skip (shstk_skip_step), once it has cleared its last results.
+#   shstk_tests_select SUITE
+# shellcheck disable=SC2034  # TESTS_APPEND, TESTS_NONE: for the scripts that source this file
+shstk_tests_select() {
+	local out kind line
+	TESTS_APPEND='' TESTS_NONE=''
+	[ -n "${SHSTK_TESTS:-}" ] || return 0
+	out=$(PYTHONPATH=$SHSTK_TOP shstk_py -m spec.selection "$ARCH" "$1" "$SHSTK_TESTS") ||
+		shstk_die "$out"
+	kind=${out%%$'\n'*}
+	while IFS= read -r line; do
+		shstk_msg "$line"
+	done < <(tail -n +2 <<<"$out")
+	case "$kind" in
+	whole) ;;
+	none) TESTS_NONE="TESTS=$SHSTK_TESTS chooses nothing of $ARCH's $1 suite" ;;
+	"some "*) TESTS_APPEND="shstk.tests=${kind#some }" ;;
+	*) shstk_die "spec/selection.py answered '$kind' (whole, none or some WORD)" ;;
+	esac
+}
+
+# A VM boot, scripts/vm/boot.sh ARCH EMU KERNEL INITRD OUTDIR TIMEOUT
+# [APPEND], and beside it checks/live.py, which prints each guest program's
+# start and its verdict when it ends (boot.sh leaves those lines to it), so
+# the first results are readable while the rest still run; the report
+# after the boot stays the judge.  Both are children a TERM or INT stops
+# (BOOT_PID, LIVE_PID).
+#   shstk_start_boot ARCH EMU KERNEL INITRD OUTDIR TIMEOUT [APPEND]
+shstk_start_boot() {
+	# The follower must never read the last run's channel.
+	rm -f "$5/guest.out"
+	SHSTK_LIVE_VERDICTS=1 shstk_start_child "$SHSTK_TOP/scripts/vm/boot.sh" "$@"
+	BOOT_PID=$CHILD_PID
+	PYTHONPATH=$SHSTK_TOP shstk_start_child "$SHSTK_PYTHON" -m checks.live "$5" "$1" "$2" \
+		"$BOOT_PID" "$_shstk_prog"
+	LIVE_PID=$CHILD_PID
+}
+
+# Wait for the boot shstk_start_boot started, then for its follower, which
+# ends once the boot is gone and its last verdict printed (stopped if it
+# has not after 5 s); returns the boot's status.
+#   shstk_wait_boot
+shstk_wait_boot() {
+	local rc=0
+	shstk_wait_child "$BOOT_PID" || rc=$?
+	shstk_poll_until_gone 5 _shstk_pid_alive "$LIVE_PID" || {
+		shstk_warn "the results follower (pid $LIVE_PID) outlived the boot by 5 s: stopped"
+		kill -TERM "$LIVE_PID" 2>/dev/null || true
+	}
+	shstk_wait_child "$LIVE_PID" || true
+	return "$rc"
 }
 
 # What the gdb layer reads of the VM it attaches to (its session module):

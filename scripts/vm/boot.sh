@@ -6,7 +6,10 @@
 #   scripts/vm/boot.sh ARCH EMU KERNEL INITRD OUTDIR TIMEOUT [EXTRA-APPEND]
 #
 # Writes OUTDIR/console.log (kernel console), OUTDIR/guest.out (the results
-# channel) and OUTDIR/vm.json (how the emulator ended and how long it took).
+# channel) and OUTDIR/vm.json (how the emulator ended and how long it took),
+# and before the emulator starts OUTDIR/emulator.cmd (its command line) and
+# OUTDIR/emulator.build (what its binary is, vm.json's emu_build to come,
+# for whoever follows the results channel meanwhile).
 # Exit status: the emulator's, or 124 on timeout.  Nothing is judged here:
 # checks/ reads these files.  With GDB_PORT set the emulator waits for gdb.
 # Nothing is built here either: what the boot needs comes from the caller
@@ -17,6 +20,9 @@
 #       gdb attaches to
 #   SHSTK_SNAPSHOT_BASE  the guest image a post-boot snapshot boots; not
 #       needed with SHSTK_SNAPSHOT=0
+#   SHSTK_LIVE_VERDICTS=1  the caller follows the results channel itself
+#       and prints each program's start and verdict: this script then
+#       leaves those lines to it
 set -euo pipefail
 # shellcheck source=../lib/core.sh
 . "$(dirname "$0")/../lib/core.sh"
@@ -46,7 +52,8 @@ KERNEL_CMDLINE="console=$KCONSOLE panic=-1 oops=panic loglevel=5 shstk.out=$EMU_
 [ -z "$APPEND" ] || KERNEL_CMDLINE+=" $APPEND"
 
 mkdir -p "$OUT"
-rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json" "$OUT/first-output" "$OUT/emulator.cmd"
+rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json" "$OUT/first-output" "$OUT/emulator.cmd" \
+	"$OUT/emulator.build"
 : >"$OUT/console.log"
 : >"$OUT/guest.out"
 follower=''
@@ -91,9 +98,11 @@ emu_command
 # The command line, as a shell would take it: to run this VM again by hand.
 printf '%q ' "${EMU_CMD[@]}" >"$OUT/emulator.cmd"
 echo >>"$OUT/emulator.cmd"
+printf '%s\n' "${EMU_DESCRIPTION:-}" >"$OUT/emulator.build"
 
 # Follow the results channel and show which guest program is running, and
-# the progress lines of long ones.
+# the progress lines of long ones (unless SHSTK_LIVE_VERDICTS: the caller
+# does).
 # tail --pid ends with this script, whatever happens to it.
 # The first program's start is also timed (vm.json "first_output").
 # Its messages go to a saved copy of stderr, and its own stderr nowhere, so
@@ -101,17 +110,18 @@ echo >>"$OUT/emulator.cmd"
 # -s: with --pid, tail polls rather than waits on inotify, by default once a
 # second, so a program's "running" line came up to a second late.
 exec {msg_fd}>&2
+live=${SHSTK_LIVE_VERDICTS:-}
 follow() {
 	tail -s 0.02 -n +1 -F --pid=$$ "$OUT/guest.out" 2>/dev/null | while read -r line; do
 		line=${line%$'\r'}	# a serial line ends in CR LF
 		case "$line" in
 		"SHSTK-LAB BEGIN "*)
 			[ -f "$OUT/first-output" ] || echo "$EPOCHREALTIME" >"$OUT/first-output"
-			shstk_msg "guest: running ${line#SHSTK-LAB BEGIN }" 2>&"$msg_fd"
+			[ -n "$live" ] || shstk_msg "guest: running ${line#SHSTK-LAB BEGIN }" 2>&"$msg_fd"
 			;;
-		"SHSTK-LAB END "*) shstk_msg "guest: ${line#SHSTK-LAB END }" 2>&"$msg_fd" ;;
+		"SHSTK-LAB END "*) [ -n "$live" ] || shstk_msg "guest: ${line#SHSTK-LAB END }" 2>&"$msg_fd" ;;
 		# A long program's own progress lines (make fuzz).
-		"# progress: "*) shstk_msg "guest: ${line#\# }" 2>&"$msg_fd" ;;
+		"# progress: "*) [ -n "$live" ] || shstk_msg "guest: ${line#\# }" 2>&"$msg_fd" ;;
 		esac
 	done
 }
