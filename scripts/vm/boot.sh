@@ -57,6 +57,7 @@ rm -f "$OUT/console.log" "$OUT/guest.out" "$OUT/vm.json" "$OUT/first-output" "$O
 : >"$OUT/console.log"
 : >"$OUT/guest.out"
 follower=''
+emu_starting=''
 emu_pid=''
 emu_reaped=''
 emu_exit_seen=''
@@ -72,6 +73,13 @@ cleanup() {
 			pkill -P "$follower" || true
 			kill "$follower" || true
 		} 2>/dev/null
+	fi
+	# A signal between the emulator's start and "emu_pid=$!" finds its
+	# pid in the job table only, as the newest job (unless that is still
+	# the follower: then it did not start).
+	if [ -n "$emu_starting" ] && [ -z "$emu_pid" ]; then
+		emu_pid=$(jobs -p %+ 2>/dev/null) || emu_pid=''
+		[ "$emu_pid" != "$follower" ] || emu_pid=''
 	fi
 	# An emulator whose exit timeout reported (its status, not a
 	# signal's) left nothing: timeout waits for it.  Otherwise its whole
@@ -137,6 +145,7 @@ rc=0
 # anyway.  "SCRIPT &" execs: $! is tb, then timeout, through every exec.
 # The host kernel's log so far: an emulator that crashes is named there.
 klog_lines=$(dmesg 2>/dev/null | wc -l) || klog_lines=
+emu_starting=1
 "$SHSTK_TOP/scripts/tools/tb" timeout -k 5 "$TIMEOUT" "${EMU_CMD[@]}" </dev/null >"$OUT/emulator.log" 2>&1 &
 emu_pid=$!
 wait "$emu_pid" || rc=$?

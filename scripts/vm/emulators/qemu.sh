@@ -399,21 +399,25 @@ qemu_restore() {
 # boot BASE cold with KWORDS, saved into TMP/snapshot once init is at its
 # snapshot point.
 qemu_snapshot_save() {
-	local tmp=$1 pid saver rc=0 qemu_rc=0 why=
+	local tmp=$1 pid saver rc=0 qemu_rc=0 why='' traps
 	: >"$tmp/console.log"
 	qemu_snapshot_machine "$3" "$4" "$5" "$tmp"
 	EMU_CMD+=(-qmp "unix:$tmp/qmp.sock,server=on,wait=off")
+	# Both children end with this script, whatever stops it: a wait ends
+	# at a trapped TERM, and the trap makes it run the EXIT one, which an
+	# INT's exit runs too (vm/boot.sh's INT trap).  Set before they start,
+	# and by the job table, not $!: a signal between a start and its
+	# "pid=$!" must stop that child too.  The boot's own EXIT and TERM
+	# traps come back after: without them, a signal while the run's VM
+	# starts would leave it running.
+	traps=$(trap -p EXIT TERM)
+	trap 'kill -TERM $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+	trap 'exit 143' TERM
 	"$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "${EMU_CMD[@]}" </dev/null >"$tmp/emulator.log" 2>&1 &
 	pid=$!
 	shstk_py "$SHSTK_TOP/scripts/vm/qmp.py" snapshot "$tmp/qmp.sock" "$tmp/console.log" "$pid" \
 		"$tmp/snapshot" 240 &
 	saver=$!
-	# Both end with this script, whatever stops it: a wait ends at a
-	# trapped TERM, and the trap makes it run the EXIT one, which bash
-	# also runs when an INT ends it (no INT trap: see scripts/lib/core.sh
-	# shstk_trap_int).
-	trap 'kill -TERM "$pid" "$saver" 2>/dev/null; rm -rf "$tmp"' EXIT
-	trap 'exit 143' TERM
 	wait "$saver" || rc=$?
 	if [ "$rc" -ne 0 ] && kill -0 "$pid" 2>/dev/null; then
 		why="the saver failed while QEMU still ran (this script stopped QEMU)"
@@ -421,6 +425,7 @@ qemu_snapshot_save() {
 	fi
 	wait "$pid" || qemu_rc=$?
 	trap - EXIT TERM
+	eval "$traps"
 	if [ "$rc" -ne 0 ] || [ ! -s "$tmp/snapshot" ]; then
 		if [ -z "$why" ]; then
 			why="QEMU exited $qemu_rc"
