@@ -87,7 +87,7 @@ test:
 
 ## make kernel [ARCH=] | one arch: build the patched kernel (incremental, in the cache)
 kernel:
-	@$(S)/build/kernel.sh $(ONE_ARCH)
+	@$(S)/build/kernel.sh $(ONE_ARCH) --boot-image
 
 ## make debug [ARCH=] [EMU=] [PROG=] | one arch: the emulator paused + gdb with the kernel's and
 ##  | shstk-lab's helpers, stopped in copy_thread() of the guest

@@ -88,6 +88,24 @@ incremental() {
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1
 }
 
+# The developer's loop: the same one-line change, then make run with
+# TESTS=shstk_clone3, timed to its exit (the rebuild, the first boot of
+# the new kernel and the verdicts); then taken back and built again.
+inner_loop() {
+	local arch=$1 fork=$SHSTK_PATCHED_SRC/kernel/fork.c i t0
+	[ -z "$SHSTK_KSRC" ] || { echo "skipped (KSRC: bench does not edit your tree)"; return; }
+	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1 || shstk_die "the $arch kernel does not build; see $log"
+	shstk_msg "timing $runs one-line changes of the $arch kernel to the shstk_clone3 verdicts"
+	for ((i = 0; i < runs; i++)); do
+		echo "/* shstk-lab bench loop $i */" >>"$fork"
+		t0=$EPOCHREALTIME
+		SHSTK_TESTS=shstk_clone3 "$SHSTK_TOP/scripts/run.sh" run "$arch" >>"$log" 2>&1 || echo failed
+		shstk_elapsed "$t0"
+		git -C "$SHSTK_PATCHED_SRC" checkout -q -- kernel/fork.c
+	done | median
+	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1
+}
+
 # A cold build of the same configuration in a scratch directory, removed
 # after: once, it takes minutes.  BENCH_COLD=0 skips it.
 cold() {
@@ -118,6 +136,9 @@ vng_ratio() {
 	shstk_arch_vars x86_64
 	shstk_emu_vars qemu
 	shstk_build_boot smoke 2>>"$log"
+	# vng boots the bzImage, which a QEMU run's build does not make.
+	"$SHSTK_TOP/scripts/build/kernel.sh" x86_64 --boot-image >>"$log" 2>&1 ||
+		shstk_die "the x86_64 boot image does not build; see $log"
 	kernel=$KBUILD_DIR/$KIMAGE prog=$GUEST_DIR/bin/smoke image=$GUEST_IMAGE
 	out=$SHSTK_OUT/x86_64/bench-smoke
 	# A boot against a boot: not restored from a snapshot.  Then what a
@@ -166,6 +187,7 @@ S=$SHSTK_TOP/scripts
 	echo "|---|---|---|---|---|---|"
 	echo "| kernel build, cold, -j$(nproc) (s, one run) | $(cold x86_64) | (same kernel) | (same kernel) | $(cold arm64) | $(cold riscv64) |"
 	echo "| kernel rebuild, one-line kernel/fork.c change (s) | $(incremental x86_64) | (same kernel) | (same kernel) | $(incremental arm64) | $(incremental riscv64) |"
+	echo "| the same change to the shstk_clone3 verdicts: make run TESTS=shstk_clone3 (s) | $(inner_loop x86_64) | - | - | $(inner_loop arm64) | $(inner_loop riscv64) |"
 	boot_cet=$(first_output x86_64 qemu $((runs + 2)))
 	boot_stock=$(SHSTK_QEMU=stock first_output x86_64 qemu $((runs + 2)))
 	echo "| boot to first test output, smoke (s) | $boot_cet | $boot_stock | $(first_output x86_64 bochs "$runs") | $(first_output arm64 qemu $((runs + 2))) | $(first_output riscv64 qemu $((runs + 2))) |"

@@ -193,7 +193,7 @@ side_lane() {
 side_pid=
 for a in "${arch_list[@]}"; do
 	# The kernel build is its own step: a broken build is named as such.
-	run_step "kernel-$a" build scripts/build/kernel.sh "$a"
+	run_step "kernel-$a" build scripts/build/kernel.sh "$a" --boot-image
 	shstk_arch_vars "$a"
 	main=()
 	for emu in $(shstk_emulators_for "$a"); do

@@ -243,19 +243,17 @@ class KsrcTest(unittest.TestCase):
 
 class GuestStampTest(unittest.TestCase):
     def test_missing_stamp_is_named(self):
-        # The kernel headers are there, the tree's .shstk-edits is not:
+        # The kernel headers are there, the tree's .shstk-series is not:
         # guest.sh stops, naming the file and the step that leaves it.
         with tempfile.TemporaryDirectory() as cache:
             os.makedirs(os.path.join(cache, "build", "arm64", "usr", "include", "linux"))
             src = os.path.join(cache, "src", "linux")
             os.makedirs(src)
-            with open(os.path.join(src, ".shstk-series"), "w") as f:
-                f.write("0123456789abcdef\n")
             r = subprocess.run([os.path.join(TOP, "scripts", "build", "guest.sh"), "arm64"],
                                env=dict(os.environ, SHSTK_CACHE=cache), capture_output=True,
                                text=True, timeout=60)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn(f"error: {src}/.shstk-edits is missing: scripts/build/kernel-source.sh leaves it",
+        self.assertIn(f"error: {src}/.shstk-series is missing: scripts/build/kernel-source.sh leaves it",
                       r.stderr)
 
 

@@ -48,11 +48,10 @@ CC=$ARCH_CC
 read -ra ARCH_CFLAGS <<<"$(shstk_arch_fact "$ARCH" guest_cflags)"
 [ -d "$HDR/linux" ] || shstk_die "no kernel headers in $HDR: build the kernel first (make kernel ARCH=$ARCH)"
 # What the programs are built from, besides their sources: the tree (its
-# series and local edits) and the kernel headers in $HDR.
-tree_series='' tree_edits='' headers=''
+# series) and the kernel headers in $HDR.
+tree_series='' headers=''
 stamps=$(shstk_tree_stamps "$SRC")
 shstk_read_stamp tree_series "$stamps/.shstk-series" scripts/build/kernel-source.sh
-shstk_read_stamp tree_edits "$stamps/.shstk-edits" scripts/build/kernel-source.sh
 shstk_read_stamp headers "$KBUILD_DIR/.shstk-headers" scripts/build/kernel.sh
 # The name of the token's field, clone_args' twelfth u64 (offset 88), as
 # the kernel headers have it: shadow_stack_token up to v20 of the series,
@@ -120,9 +119,9 @@ suite() {
 }
 
 # A program is compiled again only when what it is made of changed (its
-# source, the guest's headers, the kernel headers, which change with the
-# kernel build's inputs, the toolbox's compiler, the flags), because every
-# VM step builds its guest and a static link is not cheap.
+# source, the guest's headers, what the kernel headers hold, the toolbox's
+# compiler, the flags), because every VM step builds its guest and a
+# static link is not cheap.
 build_ours() {
 	local name=$1 file=$2 out=$GUEST/bin/$1 key flags
 	# The binary must not depend on where the repository is (a CI clone's
@@ -153,13 +152,17 @@ build_ours() {
 # cache (KHDR_INCLUDES), never in the source tree, which may be a
 # developer's own (KSRC) and is shared by every arch.
 build_kselftests() {
-	local names=("$@") t dir target tree made missing=
+	local names=("$@") t dir target tree tools_edits made missing=
 	local stamp=$GUEST/ksft/.shstk-tree built=$GUEST/ksft/.shstk-built
 	tree="$tree_series $CC"
 	# Nothing to make when every program is there, built from this tree
-	# (the series, the compiler), its local edits and these headers, so
-	# that a run does not pay for a make of the selftests.
-	made="$tree $tree_edits $headers"
+	# (the series, the compiler), its local edits under tools/ (where the
+	# selftests and their includes are: an edit of kernel code alone makes
+	# nothing here) and these headers, so that a run does not pay for a
+	# make of the selftests.
+	tools_edits=$(git -C "$SRC" diff HEAD -- tools | sha256sum | cut -c1-16) ||
+		shstk_die "git diff of tools/ in the kernel tree $SRC failed"
+	made="$tree $tools_edits $headers"
 	for t in "${names[@]}"; do
 		[ -x "$GUEST/ksft/$t" ] || missing=1
 	done

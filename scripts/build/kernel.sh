@@ -6,12 +6,17 @@
 #
 #   scripts/build/kernel.sh [x86_64|arm64]
 #   SHSTK_KCONFIG_VARIANT=debug scripts/build/kernel.sh arm64   (KASAN etc.)
+#   scripts/build/kernel.sh ARCH --boot-image   also the boot image where
+#       QEMU boots another one (x86: the bzImage Bochs loads, next to the
+#       vmlinux QEMU boots)
 #   scripts/build/kernel.sh ARCH --headers   only the configuration and the
 #       exported headers (usr/include), which the guest programs need: a
 #       run on another kernel (BASELINE, debug) builds no second kernel
 #
-# Produces, in $SHSTK_CACHE/build/<arch>[-variant]/: the boot image, vmlinux,
-# vmlinux-gdb.py and shstk-build.txt (what was built from what).
+# Produces, in $SHSTK_CACHE/build/<arch>[-variant]/: the image QEMU boots
+# (config/arches.ini qemu_kernel_image) and, when asked or when it is that
+# one, the boot image (kernel_image), vmlinux, vmlinux-gdb.py and
+# shstk-build.txt (what was built from what).
 set -euo pipefail
 # shellcheck source=../lib/core.sh
 . "$(dirname "$0")/../lib/core.sh"
@@ -20,13 +25,21 @@ set -euo pipefail
 
 shstk_host_check
 shstk_arch_vars "${1:-}"
-headers_only=
-case "${2:-}" in
-"") ;;
---headers) headers_only=1 ;;
-*) shstk_die "unknown option '$2' (--headers or nothing)" ;;
-esac
-if [ -z "$headers_only" ] && [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && shstk_build_checked "$KBUILD_DIR/$QEMU_KIMAGE"; then
+headers_only='' boot_image=''
+for opt in "${@:2}"; do
+	case "$opt" in
+	--headers) headers_only=1 ;;
+	--boot-image) boot_image=1 ;;
+	*) shstk_die "unknown option '$opt' (--headers, --boot-image or nothing)" ;;
+	esac
+done
+# The boot image where QEMU boots it too, or boots a KASAN variant's from
+# it; elsewhere only for a run that loads it: x86's bzImage compresses
+# vmlinux with zstd -22, some 10 s of each rebuild that QEMU does not use.
+[ "$QEMU_KIMAGE" != "$KIMAGE" ] && [ -z "${SHSTK_KCONFIG_VARIANT:-}" ] || boot_image=1
+want=$KBUILD_DIR/$QEMU_KIMAGE
+[ -z "$boot_image" ] || want=$KBUILD_DIR/$KIMAGE
+if [ -z "$headers_only" ] && [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && shstk_build_checked "$want"; then
 	shstk_msg "$ARCH kernel up to date (checked earlier in this make test): $KBUILD_DIR"
 	exit 0
 fi
@@ -104,18 +117,28 @@ series_info() {
 		"$series" "$edits" >"$KBUILD_DIR/.shstk-series-info"
 }
 # This build's own stamps: .shstk-inputs, what its images were built from,
-# and .shstk-headers, what its usr/include (the guest programs' kernel
-# headers) was made from, also by a --headers run.
-if [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && [ -f "$KBUILD_DIR/$KIMAGE" ] &&
-	[ -f "$KBUILD_DIR/$QEMU_KIMAGE" ] &&
-	[ "$(cat "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)" = "$inputs" ]; then
+# and .shstk-headers, the hash of what its usr/include (the guest
+# programs' kernel headers) holds, also after a --headers run: a change to
+# kernel code alone leaves it, and so the guest programs, as they were.
+headers_stamp() {
+	(cd "$KBUILD_DIR/usr/include" && find . -type f -print0 | LC_ALL=C sort -z |
+		xargs -0 sha256sum) | sha256sum | cut -c1-16 >"$KBUILD_DIR/.shstk-headers"
+}
+# .shstk-boot-image: the inputs the boot image was made from, where it is
+# made apart from the image QEMU boots; a build without it removes it, so
+# that no run boots a boot image older than vmlinux.
+if [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && [ -f "$KBUILD_DIR/$QEMU_KIMAGE" ] &&
+	[ "$(cat "$KBUILD_DIR/.shstk-inputs" 2>/dev/null)" = "$inputs" ] &&
+	{ [ -z "$boot_image" ] || { [ -f "$KBUILD_DIR/$KIMAGE" ] &&
+		[ "$(cat "$KBUILD_DIR/.shstk-boot-image" 2>/dev/null)" = "$inputs" ]; }; }; then
 	shstk_msg "$ARCH kernel up to date: $(sed -n 's/^release: //p' "$KBUILD_DIR/shstk-build.txt") ($KBUILD_DIR)"
-	[ -f "$KBUILD_DIR/.shstk-headers" ] || echo "$inputs" >"$KBUILD_DIR/.shstk-headers"
+	[ -f "$KBUILD_DIR/.shstk-headers" ] || headers_stamp
 	series_info
 	shstk_build_current "$KBUILD_DIR/$QEMU_KIMAGE"
+	[ -z "$boot_image" ] || shstk_build_current "$KBUILD_DIR/$KIMAGE"
 	exit 0
 fi
-rm -f "$KBUILD_DIR/.shstk-inputs" "$KBUILD_DIR/.shstk-headers"
+rm -f "$KBUILD_DIR/.shstk-inputs" "$KBUILD_DIR/.shstk-headers" "$KBUILD_DIR/.shstk-boot-image"
 if [ ! -f "$KBUILD_DIR/.config" ] || [ "$(cat "$KBUILD_DIR/.shstk-config" 2>/dev/null)" != "$frag_hash" ]; then
 	shstk_step "configuring $ARCH (tinyconfig + ${frags[*]##*/})" configure
 	echo "$frag_hash" >"$KBUILD_DIR/.shstk-config"
@@ -124,7 +147,7 @@ fi
 if [ -n "$headers_only" ]; then
 	shstk_kmake -s headers >"$KBUILD_DIR/headers.log" 2>&1 ||
 		shstk_die "making the $ARCH kernel headers failed; see $KBUILD_DIR/headers.log"
-	echo "$inputs" >"$KBUILD_DIR/.shstk-headers"
+	headers_stamp
 	shstk_msg "$ARCH kernel headers -> $KBUILD_DIR/usr/include"
 	exit 0
 fi
@@ -135,7 +158,7 @@ build() {
 	local log=$KBUILD_DIR/build.log
 	local rc=0
 	set -o pipefail
-	shstk_kmake -j"$(nproc)" "$KTARGET" vmlinux scripts_gdb headers 2>&1 | tee "$log" |
+	shstk_kmake -j"$(nproc)" "${targets[@]}" 2>&1 | tee "$log" |
 		awk '/^  [A-Z]/ { n++; if (n % 500 == 0) printf "[build/kernel.sh]   %d steps, at %s\n", n, $2 > "/dev/stderr"; fflush() }
 		     /error:|Error [0-9]/ { print > "/dev/stderr" }' || rc=$?
 	if [ "$rc" -ne 0 ]; then
@@ -158,9 +181,16 @@ qemu_image() {
 }
 cold=incremental
 [ -f "$KBUILD_DIR/vmlinux" ] || cold=cold
+targets=(vmlinux scripts_gdb headers)
+[ -z "$boot_image" ] || targets=("$KTARGET" "${targets[@]}")
 tb0=$EPOCHREALTIME
-shstk_step "building $ARCH kernel in $KBUILD_DIR" build
+shstk_step "building $ARCH kernel in $KBUILD_DIR (${targets[*]})" build
 qemu_image
+if [ -n "$boot_image" ]; then
+	echo "$inputs" >"$KBUILD_DIR/.shstk-boot-image"
+elif [ "$QEMU_KIMAGE" != "$KIMAGE" ]; then
+	rm -f "$KBUILD_DIR/$KIMAGE"
+fi
 # Every build's wall time, for make bench.
 printf '%s %s %.0f\n' "$(date -u +%FT%TZ)" "$cold" "$(shstk_elapsed "$tb0")" >>"$KBUILD_DIR/shstk-build-times"
 
@@ -173,8 +203,9 @@ release=$(shstk_kmake -s kernelrelease)
 	echo "compiler: $(shstk_tb "$ARCH_CC" --version | head -n1)"
 	echo "variant: ${SHSTK_KCONFIG_VARIANT:-default}"
 } >"$KBUILD_DIR/shstk-build.txt"
-echo "$inputs" >"$KBUILD_DIR/.shstk-headers"
+headers_stamp
 echo "$inputs" >"$KBUILD_DIR/.shstk-inputs"
 series_info
 shstk_build_current "$KBUILD_DIR/$QEMU_KIMAGE"
-shstk_msg "kernel $release ($kversion) -> $KBUILD_DIR/$KIMAGE"
+[ -z "$boot_image" ] || shstk_build_current "$KBUILD_DIR/$KIMAGE"
+shstk_msg "kernel $release ($kversion) -> $want"

@@ -34,7 +34,11 @@ shstk_build_boot() {
 	if [ -n "$SHSTK_BASELINE${SHSTK_KCONFIG_VARIANT:-}" ]; then
 		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --headers
 	fi
-	"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH"
+	if [ "$EMU_BOOT_IMAGE" = yes ]; then
+		"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --boot-image
+	else
+		"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH"
+	fi
 	GUEST_IMAGE=$(shstk_build_guest "$@")
 	SHSTK_SNAPSHOT_BASE=
 	! shstk_snapshot_wanted || SHSTK_SNAPSHOT_BASE=$(shstk_guest_snapshot_base "$GUEST_IMAGE")

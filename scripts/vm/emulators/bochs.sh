@@ -66,6 +66,7 @@ emu_declare() {
 	# No QMP: nothing to ask for a dump of the guest's memory.
 	EMU_QMP=no
 	EMU_SOURCE_BUILD=bochs
+	EMU_BOOT_IMAGE=yes
 	EMU_RESULTS_DEV=/dev/ttyS1
 	# libata names the first disk sda (the CD-ROM on ata0-master is sr0).
 	EMU_ROOTFS_DEV=/dev/sda

@@ -43,6 +43,10 @@
 #                         ("qemu", "bochs": scripts/lib/entry.sh
 #                         shstk_emulator_build makes it and passes the binary in
 #                         SHSTK_EMU_BIN), "" for the toolbox's emulator
+#     EMU_BOOT_IMAGE      "yes" if it loads the kernel's boot image
+#                         (config/arches.ini kernel_image) itself, which a
+#                         kernel build then makes too; "no" if it boots
+#                         the one qemu_kernel_image names beside it
 #   emu_prepare    (optional) makes the boot medium, once OUT is set
 #   emu_command    fills EMU_CMD (the command line) from KERNEL, INITRD,
 #                  KERNEL_CMDLINE, OUT and optionally GDB_PORT,
@@ -90,11 +94,11 @@
 #    console.log.
 #  - gdb: QEMU's gdbstub resolves names and takes hardware breakpoints on
 #    user addresses; arm64's GCSPR_EL0 is in its system-register feature.
-#  - Every run but a recording and its replays is restored from a
-#    post-boot snapshot (docs/boot.md): a cold boot of the
-#    snapshot's guest image to init's snapshot point, saved by QMP
-#    ("migrate" to a file) once init says on the console it is there, and
-#    restored with "-incoming file:".  It is made once per kernel image,
+#  - Every run but a recording and its replays, and the first boot of a
+#    kernel, is restored from a post-boot snapshot (docs/boot.md): a cold
+#    boot of the snapshot's guest image to init's snapshot point, saved by
+#    QMP ("migrate" to a file) once init says on the console it is there,
+#    and restored with "-incoming file:".  It is made once per kernel image,
 #    QEMU build, base guest image and machine (the bpftrace root
 #    filesystem's disk or not: two snapshots, as a device cannot be added
 #    at a restore; with it, init attaches the run's bpftrace scripts before
@@ -141,6 +145,7 @@ emu_declare() {
 	fi
 	EMU_SOURCE_BUILD=
 	[ "$QEMU_VARIANT" != patched ] || EMU_SOURCE_BUILD=qemu
+	EMU_BOOT_IMAGE=no
 	EMU_QMP=yes
 	[ -z "${SHSTK_RR_MODE:-}" ] || EMU_QMP=no
 	EMU_RESULTS_DEV=/dev/hvc0
@@ -193,7 +198,7 @@ emu_command() {
 	EMU_SNAPSHOT=
 	if [ -z "${SHSTK_RR_MODE:-}" ] && shstk_snapshot_wanted; then
 		qemu_restore "$image"
-		return 0
+		[ -n "$QEMU_BOOT_COLD" ] || return 0
 	fi
 	qemu_base "$image" "$INITRD" "$KERNEL_CMDLINE"
 	if [ -n "${SHSTK_RR_MODE:-}" ]; then
@@ -367,7 +372,8 @@ qemu_snapshot_key() {
 # restore).  The machine is the same at the restore, but for the files of
 # its console, results and payload: its own.  What is this run's comes on
 # the payload port: init's words and what its guest image has that the
-# snapshot's has not.
+# snapshot's has not.  QEMU_BOOT_COLD=1 instead when the run is to boot
+# cold (below).
 qemu_restore() {
 	local image=$1 kwords base key dir cpio
 	shstk_snapshot_words "$KERNEL_CMDLINE"
@@ -376,6 +382,16 @@ qemu_restore() {
 	key=$(qemu_snapshot_key "$image" "$base" "$kwords")
 	dir=$SHSTK_CACHE/qemu-snapshots/$key
 	[ -d "${dir%/*}" ] || mkdir -p "${dir%/*}"
+	# The first boot of a kernel (and machine) is a cold one, a third of
+	# what making its snapshot takes (a cold boot and a save), so that a
+	# rebuilt kernel's first results come first; the next run makes it.
+	QEMU_BOOT_COLD=''
+	if [ ! -f "$dir/snapshot" ] && [ ! -e "$dir.booted" ]; then
+		touch "$dir.booted"
+		shstk_msg "booting cold: the first boot of this kernel here (the next run makes its snapshot ${dir##*/})"
+		QEMU_BOOT_COLD=1
+		return 0
+	fi
 	# Each is the guest's memory once booted, some 50 MB.
 	shstk_snapshot_make "$dir" QEMU snapshot console.log qemu_snapshot_save "$image" "$base" "$kwords"
 	touch "$dir"	# in use: see shstk_snapshot_prune
