@@ -49,8 +49,11 @@ each_arch = exec $(S)/each-arch.sh $(if $(ARCH),,--emu $(call quote,$(EMU))) $(1
 prog_needs_arch = $(if $(PROG),$(if $(ARCH),,$(error PROG= needs ARCH= (a static program is built for one architecture))))
 # TESTS=: programs of the guest suite and cases in them (spec/selection.py),
 # for the targets that run a suite of guest/tests.list; the others refuse it
-# rather than run what was not asked for.
-TESTS ?=
+# rather than run what was not asked for.  From make's command line only: a
+# TESTS in the environment (automake's, a CI's) is not a choice of ours.
+ifneq ($(origin TESTS),command line)
+TESTS :=
+endif
 run fuzz: export SHSTK_TESTS := $(TESTS)
 tests_refused = $(if $(TESTS),$(error TESTS= goes with make run and make fuzz: make $@ runs programs of its own, which TESTS= does not choose))
 

@@ -69,6 +69,8 @@ run_one() {
 		if [ "$rc" -ne 0 ] && [[ $counts == *" 0 failed"* ]]; then
 			counts+=", but exit $rc${why:+: $why}"
 		fi
+		# A chosen part must not read as the whole suite here either.
+		[ -z "${SHSTK_TESTS:-}" ] || counts+=" (only TESTS=$SHSTK_TESTS)"
 		echo "$counts" >"$tmp/$a.line"
 	elif [ "$rc" -eq 0 ]; then
 		echo "done (nothing counted)" >"$tmp/$a.line"

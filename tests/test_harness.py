@@ -22,8 +22,9 @@ def cache_dir(env):
 
 CACHE = cache_dir(os.environ)
 SRC = os.path.join(CACHE, "src", "linux")
+# The image QEMU boots: a Bochs run has its build make the bzImage too.
 IMAGES = {"arm64": "build/arm64/arch/arm64/boot/Image",
-          "x86_64": "build/x86_64/arch/x86/boot/bzImage"}
+          "x86_64": "build/x86_64/vmlinux.stripped"}
 
 
 def run(*cmd, env=None, timeout=120):

@@ -36,7 +36,8 @@ done
 # The boot image where QEMU boots it too, or boots a KASAN variant's from
 # it; elsewhere only for a run that loads it: x86's bzImage compresses
 # vmlinux with zstd -22, some 10 s of each rebuild that QEMU does not use.
-[ "$QEMU_KIMAGE" != "$KIMAGE" ] && [ -z "${SHSTK_KCONFIG_VARIANT:-}" ] || boot_image=1
+[ "$QEMU_KIMAGE" != "$KIMAGE" ] && [ -z "${SHSTK_KCONFIG_VARIANT:-}" ] &&
+	! grep -qs '^CONFIG_KASAN=y' "$KBUILD_DIR/.config" || boot_image=1
 want=$KBUILD_DIR/$QEMU_KIMAGE
 [ -z "$boot_image" ] || want=$KBUILD_DIR/$KIMAGE
 if [ -z "$headers_only" ] && [ "${SHSTK_FORCE_MAKE:-0}" = 0 ] && shstk_build_checked "$want"; then

@@ -440,8 +440,11 @@ qemu_snapshot_save() {
 		kill -TERM "$pid" 2>/dev/null || true
 	fi
 	wait "$pid" || qemu_rc=$?
-	trap - EXIT TERM
-	eval "$traps"
+	if [ -n "$traps" ]; then
+		eval "$traps"
+	else
+		trap - EXIT TERM
+	fi
 	if [ "$rc" -ne 0 ] || [ ! -s "$tmp/snapshot" ]; then
 		if [ -z "$why" ]; then
 			why="QEMU exited $qemu_rc"
