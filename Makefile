@@ -54,11 +54,11 @@ prog_needs_arch = $(if $(PROG),$(if $(ARCH),,$(error PROG= needs ARCH= (a static
 ifneq ($(origin TESTS),command line)
 TESTS :=
 endif
-run fuzz: export SHSTK_TESTS := $(TESTS)
+run fuzz watch: export SHSTK_TESTS := $(TESTS)
 tests_refused = $(if $(TESTS),$(error TESTS= goes with make run and make fuzz: make $@ runs programs of its own, which TESTS= does not choose))
 
 .PHONY: help toolbox kernel smoke run test check-series cover-letter unit lint debug gdb-check \
-	trace replay replay-check fuzz bench tcg-tests clean
+	trace replay replay-check fuzz bench tcg-tests watch clean
 
 # `make help` prints the "##" lines below, the one list of targets and
 # options (tests/test_docs.py holds the README's table to it).
@@ -75,6 +75,11 @@ help:
 ##  | program's verdict as it ends; results in out/<arch>/
 run:
 	$(prog_needs_arch)@$(call each_arch,run) $(S)/run.sh run {arch} $(call quote,$(EMU)) $(call quote,$(PROG))
+
+## make watch [ARCH=] [EMU=] [TESTS=] [KSRC=] | make run now, and again whenever the kernel
+##  | tree (KSRC, or the cache's with its local edits) changes, until Ctrl-C
+watch:
+	@exec $(S)/watch.sh $(S)/each-arch.sh $(if $(ARCH),,--emu $(call quote,$(EMU))) run "$(ALL_ARCHES)" $(S)/run.sh run {arch} $(call quote,$(EMU)) ''
 
 ## make smoke [ARCH=] [EMU=] | every arch: boot, print CPU shadow stack support, prove the
 ##  | series is in the kernel

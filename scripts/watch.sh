@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make watch: make run's loop without typing.  Runs the command given (make
+# run's each-arch.sh line) now, and again whenever the kernel tree changes
+# (KSRC, or the cache's tree with its local edits), until Ctrl-C.
+#
+#   scripts/watch.sh CMD ARGS...
+#   SHSTK_WATCH_SECONDS=N   how often the tree is looked at (default 2)
+#
+# A run that fails is reported and the loop goes on: the next edit may fix
+# it.  The tree is read as kernel-source.sh reads a KSRC: its index is
+# never written.
+set -euo pipefail
+# shellcheck source=lib/core.sh
+. "$(dirname "$0")/lib/core.sh"
+
+shstk_host_check
+[ "$#" -gt 0 ] || shstk_die "usage: scripts/watch.sh CMD ARGS... (make watch)"
+every=${SHSTK_WATCH_SECONDS:-2}
+if ! [[ $every =~ ^[1-9][0-9]*$ ]]; then
+	shstk_die "SHSTK_WATCH_SECONDS=$every is not a whole number of seconds above 0"
+fi
+tree=$SHSTK_PATCHED_SRC
+[ -d "$tree/.git" ] || [ -f "$tree/.git" ] ||
+	shstk_die "no kernel tree to watch at $tree: run make run once first (it unpacks the tree), or give KSRC="
+
+tree_git() { GIT_OPTIONAL_LOCKS=0 git -C "$tree" -c diff.autoRefreshIndex=false "$@"; }
+
+# What the tree holds beyond nothing at all: its HEAD, its tracked edits
+# and its untracked files, as a hash.
+tree_state() {
+	{
+		tree_git rev-parse HEAD
+		tree_git diff HEAD --binary
+		tree_git ls-files -z --others --exclude-standard | (cd "$tree" && xargs -0r sha256sum --)
+	} | sha256sum | cut -c1-16
+}
+
+shstk_exit_on_signals
+last=''
+while :; do
+	now=$(tree_state) || shstk_die "reading the kernel tree $tree failed"
+	if [ "$now" != "$last" ]; then
+		[ -z "$last" ] || shstk_msg "$tree changed: running again"
+		last=$now
+		rc=0
+		shstk_run_child "$@" || rc=$?
+		shstk_msg "exit $rc; watching $tree every $every s (Ctrl-C ends)"
+	fi
+	sleep "$every"
+done
