@@ -17,7 +17,7 @@ mapfile -t pys < <(git ls-files '*.py')
 mapfile -t cs < <(git ls-files 'guest/*.c' 'guest/*.h')
 checkpatch=$SHSTK_PATCHED_SRC/scripts/checkpatch.pl
 qemu_checkpatch=$SHSTK_CACHE/qemu/src/scripts/checkpatch.pl
-mapfile -t qemu_patches < <(shstk_series_list patches/qemu/series | sed 's|^|patches/qemu/|')
+mapfile -t qemu_patches < <(for d in qemu qemu-master; do shstk_series_list "patches/$d/series" | sed "s|^|patches/$d/|"; done)
 
 echo "KTAP version 1"
 echo "1..5"
@@ -71,12 +71,12 @@ fi
 # QEMU's checkpatch.pl comes with its source, which the first QEMU build
 # fetches (scripts/build/qemu.sh).
 if [ ! -f "$qemu_checkpatch" ]; then
-	echo "ok 5 checkpatch patches/qemu # SKIP no QEMU source yet ($qemu_checkpatch)"
+	echo "ok 5 checkpatch patches/qemu, patches/qemu-master # SKIP no QEMU source yet ($qemu_checkpatch)"
 elif out=$(perl "$qemu_checkpatch" -q "${qemu_patches[@]}" 2>&1); then
-	echo "ok 5 checkpatch patches/qemu (${#qemu_patches[@]} patches)"
+	echo "ok 5 checkpatch patches/qemu, patches/qemu-master (${#qemu_patches[@]} patches)"
 else
 	printf '%s\n' "$out" | sed 's/^/# /'
-	echo "not ok 5 checkpatch patches/qemu"
+	echo "not ok 5 checkpatch patches/qemu, patches/qemu-master"
 	rc=1
 fi
 exit "$rc"
