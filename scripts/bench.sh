@@ -71,39 +71,36 @@ first_output() {
 	done | median
 }
 
-# A one-line change to kernel/fork.c, built; then taken back and built again.
-incremental() {
-	local arch=$1 fork=$SHSTK_PATCHED_SRC/kernel/fork.c i t0
-	# A developer's tree is never written to.
+# A one-line change to kernel/fork.c, then CMD ARGS... timed to its exit,
+# median of $runs; the change taken back and the kernel built again after
+# each.  A developer's tree is never written to.
+#   after_fork_edit ARCH WHAT CMD ARGS...
+after_fork_edit() {
+	local arch=$1 what=$2 fork=$SHSTK_PATCHED_SRC/kernel/fork.c i t0
+	shift 2
 	[ -z "$SHSTK_KSRC" ] || { echo "skipped (KSRC: bench does not edit your tree)"; return; }
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1 || shstk_die "the $arch kernel does not build; see $log"
-	shstk_msg "timing $runs one-line rebuilds of the $arch kernel"
+	shstk_msg "timing $runs one-line changes of the $arch kernel: $what"
 	for ((i = 0; i < runs; i++)); do
 		echo "/* shstk-lab bench $i */" >>"$fork"
 		t0=$EPOCHREALTIME
-		"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1 || echo failed
+		"$@" >>"$log" 2>&1 || echo failed
 		shstk_elapsed "$t0"
 		git -C "$SHSTK_PATCHED_SRC" checkout -q -- kernel/fork.c
 	done | median
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1
 }
 
-# The developer's loop: the same one-line change, then make run with
-# TESTS=shstk_clone3, timed to its exit (the rebuild, the first boot of
-# the new kernel and the verdicts); then taken back and built again.
+# The rebuild alone.
+incremental() {
+	after_fork_edit "$1" "the rebuild" "$SHSTK_TOP/scripts/build/kernel.sh" "$1"
+}
+
+# The developer's loop: make run with TESTS=shstk_clone3, timed to its exit
+# (the rebuild, the first boot of the new kernel and the verdicts).
 inner_loop() {
-	local arch=$1 fork=$SHSTK_PATCHED_SRC/kernel/fork.c i t0
-	[ -z "$SHSTK_KSRC" ] || { echo "skipped (KSRC: bench does not edit your tree)"; return; }
-	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1 || shstk_die "the $arch kernel does not build; see $log"
-	shstk_msg "timing $runs one-line changes of the $arch kernel to the shstk_clone3 verdicts"
-	for ((i = 0; i < runs; i++)); do
-		echo "/* shstk-lab bench loop $i */" >>"$fork"
-		t0=$EPOCHREALTIME
-		SHSTK_TESTS=shstk_clone3 "$SHSTK_TOP/scripts/run.sh" run "$arch" >>"$log" 2>&1 || echo failed
-		shstk_elapsed "$t0"
-		git -C "$SHSTK_PATCHED_SRC" checkout -q -- kernel/fork.c
-	done | median
-	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1
+	after_fork_edit "$1" "to the shstk_clone3 verdicts" \
+		env SHSTK_TESTS=shstk_clone3 "$SHSTK_TOP/scripts/run.sh" run "$1"
 }
 
 # A cold build of the same configuration in a scratch directory, removed
