@@ -6,6 +6,7 @@ The tests that boot a VM need the kernels built (make kernel); without them
 they are skipped, saying so.
 """
 import os
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -38,6 +39,15 @@ def emulators_running(tag):
     """Emulator processes whose command line mentions @tag."""
     r = subprocess.run(["pgrep", "-af", "qemu-system|bochs"], capture_output=True, text=True)
     return [line for line in r.stdout.splitlines() if tag in line]
+
+
+def default_sigint():
+    """In the script's process, before exec: SIGINT as a terminal's job has
+    it.  A test run started in the background by a non-interactive shell
+    (nohup ... &) inherits SIGINT ignored, which bash can neither trap nor
+    reset, and every Ctrl-C test would then time out for the launcher's
+    sake, not the harness's."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def kernel_built(arch):

@@ -9,7 +9,7 @@ import tempfile
 import time
 import unittest
 
-from tests.test_harness import TOP
+from tests.test_harness import TOP, default_sigint
 
 WATCH = os.path.join(TOP, "scripts", "watch.sh")
 
@@ -53,7 +53,7 @@ class WatchTest(unittest.TestCase):
     def test_runs_again_on_a_change_and_stops_on_ctrl_c(self):
         # The command: one word per run, then a sleep the Ctrl-C must end.
         cmd = ["sh", "-c", f"echo run >> {self.runs}; exec sleep 1000"]
-        p = subprocess.Popen([WATCH, *cmd], env=self.env, start_new_session=True,
+        p = subprocess.Popen([WATCH, *cmd], env=self.env, start_new_session=True, preexec_fn=default_sigint,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             self.assertEqual(self.wait_for(1), 1, "the first run did not start")
@@ -74,7 +74,7 @@ class WatchTest(unittest.TestCase):
 
     def test_change_to_the_tree_runs_again(self):
         cmd = ["sh", "-c", f"echo run >> {self.runs}"]
-        p = subprocess.Popen([WATCH, *cmd], env=self.env, start_new_session=True,
+        p = subprocess.Popen([WATCH, *cmd], env=self.env, start_new_session=True, preexec_fn=default_sigint,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             self.assertEqual(self.wait_for(1), 1)

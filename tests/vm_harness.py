@@ -12,7 +12,8 @@ import tempfile
 import time
 import unittest
 
-from tests.test_harness import CACHE, TOP, emulators_running, kernel_built, run
+from tests.test_harness import (CACHE, TOP, default_sigint, emulators_running, kernel_built,
+                                run)
 
 # How long a script may take to stop its VM after a signal.
 STOP_SECONDS = 10
@@ -78,15 +79,6 @@ def kill_session(sid):
                 os.kill(int(pid), signal.SIGKILL)
             except OSError:
                 pass
-
-
-def default_sigint():
-    """In the script's process, before exec: SIGINT as a terminal's job has
-    it.  A test run started in the background by a non-interactive shell
-    (nohup ... &) inherits SIGINT ignored, which bash can neither trap nor
-    reset, and every Ctrl-C test would then time out for the launcher's
-    sake, not the harness's."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @unittest.skipUnless(kernel_built("arm64"), "arm64 kernel not built (make kernel ARCH=arm64)")
