@@ -248,8 +248,12 @@ image=$GUEST/$suite.cpio.gz
 base_list=$GUEST/snapshot-base.list
 base_tests=$GUEST/snapshot-base.tests
 base_image=$GUEST/snapshot-base.cpio.gz
-: >"$tests"
-: >"$base_tests"
+# The lists of tests are read without this build's lock (vm/boot.sh's
+# callers: trace.sh takes the program it traces from one), by the other
+# lane of make test too: written aside, moved in whole before packing.
+tests_new=$tests.new.$$ base_tests_new=$base_tests.new.$$
+: >"$tests_new"
+: >"$base_tests_new"
 busybox
 # What every image has: busybox, init and what init needs from the arch
 # table.  (The bpftrace scripts and the list of tests come last, below.)
@@ -274,7 +278,7 @@ echo "file /bin/snapshot_point $GUEST/bin/snapshot_point 0755 0 0" >>"$base_list
 if [ -n "$prog" ]; then
 	echo "dir /tests/user 0755 0 0" >>"$list"
 	echo "file /tests/user/$(basename "$prog") $prog 0755 0 0" >>"$list"
-	echo "user /tests/user/$(basename "$prog") ${SHSTK_PROG_TIMEOUT:-600}" >>"$tests"
+	echo "user /tests/user/$(basename "$prog") ${SHSTK_PROG_TIMEOUT:-600}" >>"$tests_new"
 elif [ -z "$base" ]; then
 	ksft=()
 	while read -r name timeout src; do
@@ -298,7 +302,7 @@ elif [ -z "$base" ]; then
 			d=$(dirname "$d")
 		done
 		echo "file $guest $host 0755 0 0" >>"$list.files"
-		echo "$name $guest $timeout" >>"$tests"
+		echo "$name $guest $timeout" >>"$tests_new"
 	done < <(suite)
 	if [ -n "${dirs[/tests/ksft/arm64/gcs]:-}" ]; then
 		echo "file /tests/ksft/arm64/gcs/gcs-stress-thread $GUEST/ksft/arm64/gcs/gcs-stress-thread 0755 0 0" >>"$list.files"
@@ -330,6 +334,9 @@ for bt in "$SHSTK_TOP"/trace/*.bt; do
 	echo "file /trace/$name $GUEST/trace/$name 0644 0 0" >>"$trace"
 done
 cat "$trace" >>"$base_list"
+mv "$base_tests_new" "$base_tests"
+# The snapshot base's own build: both are one file.
+[ "$tests" = "$base_tests" ] || mv "$tests_new" "$tests"
 echo "file /tests/list $base_tests 0644 0 0" >>"$base_list"
 if [ -n "$base" ]; then
 	shstk_py "$SHSTK_TOP/scripts/build/mkinitramfs.py" "$base_list" "$base_image"
