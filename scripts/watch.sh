@@ -25,16 +25,12 @@ tree=$SHSTK_PATCHED_SRC
 [ -d "$tree/.git" ] || [ -f "$tree/.git" ] ||
 	shstk_die "no kernel tree to watch at $tree: run make run once first (it unpacks the tree), or give KSRC="
 
-tree_git() { GIT_OPTIONAL_LOCKS=0 git -C "$tree" -c diff.autoRefreshIndex=false "$@"; }
-
-# What the tree holds beyond nothing at all: its HEAD, its tracked edits
-# and its untracked files, as a hash.
+# What the tree holds: its HEAD and its edits.
 tree_state() {
-	{
-		tree_git rev-parse HEAD
-		tree_git diff HEAD --binary
-		tree_git ls-files -z --others --exclude-standard | (cd "$tree" && xargs -0r sha256sum --)
-	} | sha256sum | cut -c1-16
+	local head edits
+	head=$(GIT_OPTIONAL_LOCKS=0 git -C "$tree" rev-parse HEAD) || return
+	edits=$(shstk_tree_edits_hash "$tree") || return
+	echo "$head $edits"
 }
 
 shstk_exit_on_signals

@@ -148,17 +148,6 @@ build_ours() {
 	echo "$key" >"$out.key"
 }
 
-# The hash of the tree's edits under tools/ (the selftests and their
-# includes): the diff of its tracked files and its untracked ones, read
-# without writing the tree's index (it may be a developer's KSRC).
-tools_edits_hash() {
-	{
-		GIT_OPTIONAL_LOCKS=0 git -C "$SRC" -c diff.autoRefreshIndex=false diff HEAD --binary -- tools
-		GIT_OPTIONAL_LOCKS=0 git -C "$SRC" ls-files -z --others --exclude-standard -- tools |
-			(cd "$SRC" && xargs -0r sha256sum --)
-	} | sha256sum | cut -c1-16
-}
-
 # The selftests build against this arch's kernel headers installed in the
 # cache (KHDR_INCLUDES), never in the source tree, which may be a
 # developer's own (KSRC) and is shared by every arch.
@@ -171,7 +160,7 @@ build_kselftests() {
 	# selftests and their includes are: an edit of kernel code alone makes
 	# nothing here) and these headers, so that a run does not pay for a
 	# make of the selftests.
-	tools_edits=$(tools_edits_hash) || shstk_die "reading the edits under tools/ of the kernel tree $SRC failed"
+	tools_edits=$(shstk_tree_edits_hash "$SRC" tools) || shstk_die "reading the edits under tools/ of the kernel tree $SRC failed"
 	made="$tree $tools_edits $headers"
 	for t in "${names[@]}"; do
 		[ -x "$GUEST/ksft/$t" ] || missing=1

@@ -123,21 +123,12 @@ ksrc_version() {
 		/^$/ && v != "" { exit } END { printf "%s.%s.%s%s\n", v, p, s, e }' "$SHSTK_KSRC/Makefile"
 }
 
-# The hash of what KSRC's HEAD does not hold: the diff of its tracked
-# files and the contents of its untracked, not ignored, ones.
-ksrc_edits_hash() {
-	{
-		ksrc_git diff HEAD --binary
-		ksrc_git ls-files -z --others --exclude-standard | (cd "$SHSTK_KSRC" && xargs -0r sha256sum --)
-	} | sha256sum | cut -c1-16
-}
-
 # KSRC as the tree of this run: its stamps in the cache (SHSTK_KSRC_STAMPS),
 # its HEAD as the "series", its uncommitted changes as the edits.
 use_ksrc() {
 	local head edits name
 	head=$(ksrc_git rev-parse HEAD)
-	edits=$(ksrc_edits_hash)
+	edits=$(shstk_tree_edits_hash "$SHSTK_KSRC")
 	# The results add " + local changes" from the edits' stamp.
 	name="KSRC=$SHSTK_KSRC at $(ksrc_git log -1 --format='%h ("%s")' HEAD)"
 	mkdir -p "$SHSTK_KSRC_STAMPS"

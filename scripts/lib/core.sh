@@ -405,6 +405,21 @@ shstk_snapshot_wanted() {
 	[ "${SHSTK_SNAPSHOT:-1}" != 0 ]
 }
 
+# The hash of what a git tree's HEAD does not hold: the diff of its
+# tracked files and the contents of its untracked, not ignored, ones (under
+# PATHSPEC... only, if given), read without writing the tree's index: it
+# may be a developer's own (KSRC), in use meanwhile.
+#   shstk_tree_edits_hash TREE [PATHSPEC...]
+shstk_tree_edits_hash() {
+	local tree=$1
+	shift
+	{
+		GIT_OPTIONAL_LOCKS=0 git -C "$tree" -c diff.autoRefreshIndex=false diff HEAD --binary -- "$@"
+		GIT_OPTIONAL_LOCKS=0 git -C "$tree" ls-files -z --others --exclude-standard -- "$@" |
+			(cd "$tree" && xargs -0r sha256sum --)
+	} | sha256sum | cut -c1-16
+}
+
 # Run a tool from the toolbox (or the host, when it is new enough).  Every
 # script calls tools through this, so none of them knows which one it got.
 #   shstk_tb TOOL ARGS...

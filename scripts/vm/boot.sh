@@ -76,11 +76,10 @@ cleanup() {
 		} 2>/dev/null
 	fi
 	# A signal between the emulator's start and "emu_pid=$!" finds its
-	# pid in the job table only, as the newest job (unless that is still
-	# the follower: then it did not start).
-	if [ -n "$emu_starting" ] && [ -z "$emu_pid" ]; then
-		emu_pid=$(jobs -p %+ 2>/dev/null) || emu_pid=''
-		[ "$emu_pid" != "$follower" ] || emu_pid=''
+	# pid in $! only, as _shstk_stop_children does (unless that is still
+	# the follower's: then it did not start).
+	if [ -n "$emu_starting" ] && [ -z "$emu_pid" ] && [ "${!:-}" != "$follower" ]; then
+		emu_pid=${!:-}
 	fi
 	# An emulator whose exit timeout reported (its status, not a
 	# signal's) left nothing: timeout waits for it.  Otherwise its whole
