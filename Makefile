@@ -162,10 +162,10 @@ lint:
 tcg-tests:
 	@$(call each_arch,tcg-tests) $(S)/tcg-tests.sh {arch}
 
-## make toolbox | make the trixie toolbox (QEMU 11, gdb 18, gcc 14; gcc 15
-##  | for riscv64) in the cache
+## make toolbox | make the whole trixie toolbox (QEMU 11, gdb 18, gcc 14;
+##  | gcc 15 for riscv64) in the cache; a step installs the sets it needs
 toolbox:
-	$(S)/tools/toolbox.sh
+	$(S)/tools/toolbox.sh all
 
 ## make clean | remove out/ (the cache stays: rm -rf it to start afresh)
 clean:

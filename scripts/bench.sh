@@ -24,6 +24,7 @@ set -euo pipefail
 # shellcheck source=lib/entry.sh
 . "$(dirname "$0")/lib/entry.sh"
 shstk_host_check
+shstk_toolbox_need bench
 
 runs=${RUNS:-3}
 table=$SHSTK_OUT/bench.md

@@ -15,6 +15,7 @@ set -euo pipefail
 
 shstk_host_check
 shstk_arch_vars "${1:-}"
+shstk_toolbox_need gdb
 shstk_emu_vars "${2:-}"
 OUT=$EMU_OUT/debug
 PROG=${3:-}

@@ -31,6 +31,7 @@ if [ "${1:-}" = --check ]; then
 	shift
 fi
 shstk_arch_vars "${1:-}"
+shstk_toolbox_need gdb
 shstk_emu_vars "${2:-}"
 # This shell's emulator facts are for a VM outside record/replay; the
 # replays have no QMP (vm/emulators/qemu.sh).

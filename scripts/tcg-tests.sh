@@ -15,6 +15,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib/entry.sh"
 shstk_host_check
 shstk_arch_vars "${1:-}"
+shstk_toolbox_need "arch:$ARCH"
 shstk_exit_on_signals
 
 TIMEOUT=60

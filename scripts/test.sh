@@ -161,7 +161,7 @@ t_start=$EPOCHREALTIME
 # before the lint (checkpatch.pl) and the harness tests, which use its tree.
 shstk_start_child scripts/build/kernel-source.sh >"$LOG/kernel-source.log" 2>&1
 source_pid=$CHILD_PID
-run_step toolbox build scripts/tools/toolbox.sh
+run_step toolbox build scripts/tools/toolbox.sh all
 # The bpftrace root filesystems and their disk images, all at once, beside
 # the steps until a trace step asks for one (it waits for the build under
 # way, or finds it made), so that on a fresh cache no trace step waits for

@@ -97,6 +97,67 @@ class CheckedBuildsTest(unittest.TestCase):
         self.assertEqual(self.ask('shstk_build_current "$2"; shstk_build_checked "$1"', True), 1)
 
 
+class ChildGroupTest(unittest.TestCase):
+    """A build run beside another one (shstk_start_child_group) is stopped
+    whole: the tool its script waits for as well, not the script alone."""
+
+    SCRIPT = (". scripts/lib/core.sh; "
+              "shstk_start_child_group bash -c 'sleep 120 & echo $! >\"$1\"; wait' - \"$1\" >/dev/null; "
+              'until [ -s "$1" ]; do sleep 0.05; done; ')
+
+    def grandchild(self, script, sig=None):
+        with tempfile.TemporaryDirectory() as d:
+            pidfile = os.path.join(d, "pid")
+            p = subprocess.Popen(["bash", "-c", self.SCRIPT + script, "-", pidfile], cwd=TOP,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 preexec_fn=default_sigint)
+            try:
+                if sig:
+                    for _ in range(100):
+                        if os.path.exists(pidfile) and os.path.getsize(pidfile):
+                            break
+                        subprocess.run(["sleep", "0.05"])
+                    p.send_signal(sig)
+                out, _ = p.communicate(timeout=30)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+                with open(pidfile) as f:
+                    pid = int(f.read())
+                self.addCleanup(self.kill_if_running, pid)
+        return p.returncode, out, pid
+
+    @staticmethod
+    def kill_if_running(pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def assert_gone(self, pid):
+        for _ in range(100):
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] in "ZX":
+                        return
+            except FileNotFoundError:
+                return
+            subprocess.run(["sleep", "0.05"])
+        self.fail("pid %d (the group's own child) still runs" % pid)
+
+    def test_stop_child_stops_the_whole_group(self):
+        rc, out, pid = self.grandchild('shstk_stop_child "$CHILD_PID"; echo stopped')
+        self.assertEqual((rc, out.strip()), (0, "stopped"))
+        self.assert_gone(pid)
+
+    def test_term_to_the_script_stops_the_whole_group(self):
+        rc, out, pid = self.grandchild("shstk_wait_children; echo not reached", signal.SIGTERM)
+        self.assertEqual(rc, 143, out)
+        self.assertNotIn("not reached", out)
+        self.assert_gone(pid)
+
+
 class SnapshotWordsTest(unittest.TestCase):
     """vm.sh shstk_snapshot_words: which words of a run's command line are its
     snapshot's (the kernel's, and what init acts on before the snapshot

@@ -44,6 +44,8 @@ all)
 *) shstk_die "usage: scripts/build/bochs.sh run|gdbstub|all" ;;
 esac
 
+# Its BIOS images and what makes its boot ISO, for the runs of this build.
+shstk_toolbox_need bochs
 DIR=$SHSTK_CACHE/bochs
 OUT=$DIR/$CONFIG
 BIN=$OUT/install/bin/bochs

@@ -123,7 +123,7 @@ suite() {
 # compiler, the flags), because every VM step builds its guest and a
 # static link is not cheap.
 build_ours() {
-	local name=$1 file=$2 out=$GUEST/bin/$1 key flags
+	local name=$1 file=$2 out=$GUEST/bin/$1 key flags toolbox
 	# The binary must not depend on where the repository is (a CI clone's
 	# path would make every program, and the snapshots of the images
 	# that hold them, new): sources named relative to it, compiled from
@@ -131,10 +131,11 @@ build_ours() {
 	flags=(-static -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror "${ARCH_CFLAGS[@]}"
 		"${token_flag[@]}"
 		-isystem "$HDR" -I"$SHSTK_TOP/guest" -I"$GUEST/include" -ffile-prefix-map="$SHSTK_TOP=.")
+	shstk_toolbox_stamps_to toolbox "$ARCH"
 	key=$({
 		printf '%s\n' "$CC" "${flags[@]//"$SHSTK_TOP"/@TOP@}"
 		echo "$headers"
-		cat "$SHSTK_TOOLBOX_STAMP" 2>/dev/null || true
+		echo "$toolbox"
 		cat "$SHSTK_TOP/guest/$file" "$SHSTK_TOP"/guest/lib/*.h "$GUEST"/include/*.h
 	} | sha256sum | cut -c1-16)
 	[ ! -x "$out" ] || [ "$(cat "$out.key" 2>/dev/null)" != "$key" ] || return 0

@@ -57,6 +57,9 @@ fi
 mkdir -p "$KBUILD_DIR"
 shstk_lock_or_wait "$KBUILD_DIR/.shstk-build.lock" "another build of the $ARCH kernel in $KBUILD_DIR"
 "$SHSTK_TOP/scripts/build/kernel-source.sh"
+# After the source, which needs no toolbox: a fresh machine fetches it
+# while the emulator's build beside this one makes the toolbox.
+shstk_toolbox_need "arch:$ARCH"
 SRC=$SHSTK_SRC
 STAMPS=$(shstk_tree_stamps "$SRC")
 

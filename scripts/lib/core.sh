@@ -18,9 +18,9 @@ fi
 # Everything big (toolbox, kernel trees, builds, images) lives outside the
 # repository, so a fresh clone and an old cache work together.
 SHSTK_CACHE=${SHSTK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shstk-lab}
-# The toolbox's stamp: what its package list was when it was made
-# (scripts/tools/toolbox.sh writes it; builds that use its compilers read it).
-# shellcheck disable=SC2034  # used by the scripts that source this file
+# The toolbox's stamp: what its base package set's list was when it was
+# installed (scripts/tools/toolbox.sh writes it and the other sets' stamps
+# beside it; builds that use its tools read them).
 SHSTK_TOOLBOX_STAMP=$SHSTK_CACHE/toolbox/root/.shstk-toolbox
 SHSTK_OUT=${SHSTK_OUT:-$SHSTK_TOP/out}
 # Debian package that provides the kernel source; the exact version used is
@@ -425,6 +425,44 @@ shstk_tree_edits_hash() {
 #   shstk_tb TOOL ARGS...
 shstk_tb() { "$SHSTK_TOP/scripts/tools/tb" "$@"; }
 
+# The stamp of the toolbox's package set SET (scripts/tools/toolbox.sh).
+#   shstk_toolbox_set_stamp SET
+shstk_toolbox_set_stamp() {
+	if [ "$1" = base ]; then
+		echo "$SHSTK_TOOLBOX_STAMP"
+	else
+		echo "$_SHSTK_TOOLBOX_SET_STAMP${1//:/-}"
+	fi
+}
+_SHSTK_TOOLBOX_SET_STAMP=${SHSTK_TOOLBOX_STAMP%/*}/.shstk-set-
+
+# What a step needs of the toolbox beyond its base set, installed now if
+# missing: toolbox.sh asked only when a set's stamp is older than it or the
+# arch table (as tb asks it for the base set), and never for the host's
+# tools (tb --which).
+#   shstk_toolbox_need SET...
+shstk_toolbox_need() {
+	local s f
+	for s in "$@"; do
+		f=$(shstk_toolbox_set_stamp "$s")
+		if ! [ "$f" -nt "$SHSTK_TOP/scripts/tools/toolbox.sh" ] || ! [ "$f" -nt "$SHSTK_ARCH_TABLE" ]; then
+			[ "$(shstk_tb --which)" = host ] || "$SHSTK_TOP/scripts/tools/toolbox.sh" "$@"
+			return 0
+		fi
+	done
+}
+
+# VAR=the stamps of the toolbox's sets an ARCH build or boot uses (the
+# base and the arch's own), for the keys of what is built or saved with
+# them.  Read with the shell's own read: no process at a restored boot.
+#   shstk_toolbox_stamps_to VAR ARCH
+shstk_toolbox_stamps_to() {
+	local base='' own=''
+	read -r base 2>/dev/null <"$SHSTK_TOOLBOX_STAMP" || true
+	read -r own 2>/dev/null <"${_SHSTK_TOOLBOX_SET_STAMP}arch-$2" || true
+	printf -v "$1" '%s %s' "$base" "$own"
+}
+
 # The host's Python for the harness's own scripts (checks/, the builders'
 # helpers): Debian's /usr/bin/python3, which .ci/run installs, not the first
 # python3 on PATH, because a version manager's shim there makes every call
@@ -445,6 +483,9 @@ shstk_py() { "$SHSTK_PYTHON" "$@"; }
 # and a shell cannot trap a signal that was ignored when it started, so an
 # INT would never reach vm/boot.sh's trap.
 _shstk_children=()
+# The ones among them that lead a process group of their own
+# (shstk_start_child_group): stopped with everything in it.
+_shstk_child_groups=()
 
 # Whether this script started with SIGINT ignored (a background child of
 # another script).  Bash sets an INT trap there all the same, and taking it
@@ -473,10 +514,19 @@ _shstk_stop_children() {
 	for p in "${_shstk_children[@]}" ${!:+"$!"}; do
 		[ -z "${seen[$p]:-}" ] || continue
 		seen[$p]=1
-		kill -TERM "$p" 2>/dev/null || true
+		_shstk_term_child "$p"
 	done
 	for p in "${!seen[@]}"; do shstk_wait_pid_gone "$p"; done
 	exit "$status"
+}
+
+# TERM one child: the whole process group of one that leads its own.
+_shstk_term_child() {
+	if [[ " ${_shstk_child_groups[*]} " == *" $1 "* ]]; then
+		kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
+	else
+		kill -TERM "$1" 2>/dev/null || true
+	fi
 }
 
 # Run CMD ARGS... every 0.1 s until it fails (what it looks for is gone);
@@ -559,6 +609,26 @@ shstk_start_child() {
 	_shstk_children+=("$CHILD_PID")
 }
 
+# shstk_start_child for a CMD that runs tools of its own in the background
+# of this script (a build beside another one): in a process group of its
+# own (setsid), which a TERM or INT to this script, or shstk_stop_child,
+# stops whole, because a TERM to a shell script alone leaves the make or
+# ninja it waits for running.
+#   shstk_start_child_group CMD ARGS...
+shstk_start_child_group() {
+	shstk_start_child setsid "$@"
+	_shstk_child_groups+=("$CHILD_PID")
+}
+
+# Stop one child that shstk_start_child(_group) started, wait until it is
+# gone, and forget it (an error path that leaves the others running).
+#   shstk_stop_child PID
+shstk_stop_child() {
+	_shstk_term_child "$1"
+	shstk_wait_pid_gone "$1"
+	shstk_wait_child "$1" || true
+}
+
 # Wait for every child shstk_start_child started; returns the last non-zero
 # status among them (0 if all succeeded).  The script's own TERM and INT
 # traps, if it had any, are back afterwards.
@@ -570,7 +640,7 @@ shstk_wait_children() {
 		wait "$p" || st=$?
 		[ "$st" -eq 0 ] || rc=$st
 	done
-	_shstk_children=()
+	_shstk_children=() _shstk_child_groups=()
 	trap - TERM
 	shstk_trap_int -
 	eval "${_shstk_saved_traps:-}"
@@ -582,12 +652,16 @@ shstk_wait_children() {
 # The script's own traps are back once it has no children left.
 #   shstk_wait_child PID
 shstk_wait_child() {
-	local p st=0 kept=()
+	local p st=0 kept=() groups=()
 	wait "$1" || st=$?
 	for p in "${_shstk_children[@]}"; do
 		[ "$p" = "$1" ] || kept+=("$p")
 	done
 	_shstk_children=("${kept[@]}")
+	for p in "${_shstk_child_groups[@]}"; do
+		[ "$p" = "$1" ] || groups+=("$p")
+	done
+	_shstk_child_groups=("${groups[@]}")
 	if [ "${#kept[@]}" -eq 0 ]; then
 		trap - TERM
 		shstk_trap_int -

@@ -24,26 +24,30 @@
 # against the patched kernel's headers and selftests, so an A/B or
 # debug-kernel run boots the very same programs; when this run's kernel is
 # another one, only those headers are made for it, not a second kernel.
+# The emulator's build runs beside the kernel's and the guest's (a fresh
+# machine's source fetch and configure fill the kernel build's one-core
+# stretches); a failure of either stops the other.
 # --gdb: the boot is one gdb attaches to.  After shstk_arch_vars and
 # shstk_emu_vars.
 #   shstk_build_boot [--gdb] SUITE | --prog FILE
 # shellcheck disable=SC2034  # GUEST_IMAGE is for the scripts that source this file
 shstk_build_boot() {
-	local purpose=run
+	local purpose=run kernel_args=()
 	[ "$1" != --gdb ] || { purpose=gdb; shift; }
+	[ "$EMU_BOOT_IMAGE" != yes ] || kernel_args=(--boot-image)
+	_shstk_emulator_build_start "$purpose"
 	if [ -n "$SHSTK_BASELINE${SHSTK_KCONFIG_VARIANT:-}" ]; then
-		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --headers
+		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --headers ||
+			_shstk_emulator_build_abandon
 	fi
-	if [ "$EMU_BOOT_IMAGE" = yes ]; then
-		"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --boot-image
-	else
-		"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH"
-	fi
-	GUEST_IMAGE=$(shstk_build_guest "$@")
+	"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" "${kernel_args[@]}" || _shstk_emulator_build_abandon
+	GUEST_IMAGE=$(shstk_build_guest "$@") || _shstk_emulator_build_abandon
 	SHSTK_SNAPSHOT_BASE=
-	! shstk_snapshot_wanted || SHSTK_SNAPSHOT_BASE=$(shstk_guest_snapshot_base "$GUEST_IMAGE")
+	if shstk_snapshot_wanted; then
+		SHSTK_SNAPSHOT_BASE=$(shstk_guest_snapshot_base "$GUEST_IMAGE") || _shstk_emulator_build_abandon
+	fi
 	export SHSTK_SNAPSHOT_BASE
-	shstk_emulator_build "$purpose"
+	_shstk_emulator_build_finish
 }
 
 # VAR=(the command that builds the project's build of $EMU for $ARCH, the
@@ -77,16 +81,48 @@ shstk_emulator_build_command() {
 # gdbstub for a minute only, and a timed replay must not time a build.
 #   shstk_emulator_build [run|gdb]
 shstk_emulator_build() {
-	local cmd built
-	SHSTK_EMU_PURPOSE=${1:-run}
+	_shstk_emulator_build_start "${1:-run}"
+	_shstk_emulator_build_finish
+}
+
+# shstk_emulator_build in two halves, for a build beside other work: the
+# start runs the emulator's build command as a child (a process group of its
+# own, whose output, the binary and its description, goes to a file), the
+# finish waits for it and reads that file; the abandon stops it and ends the
+# script, for a failed step beside it, which has said why.
+#   _shstk_emulator_build_start PURPOSE; ...; _shstk_emulator_build_finish
+_shstk_emulator_build_start() {
+	local cmd
+	SHSTK_EMU_PURPOSE=$1
 	shstk_emulator_build_command cmd "$SHSTK_EMU_PURPOSE"
+	_shstk_emu_build_cmd="${cmd[*]#"$SHSTK_TOP"/}" _shstk_emu_build_pid='' _shstk_emu_build_out=''
+	[ "${#cmd[@]}" -gt 0 ] || return 0
+	_shstk_emu_build_out=$(mktemp "${TMPDIR:-/tmp}/shstk-emulator-build.XXXXXX")
+	shstk_start_child_group "${cmd[@]}" >"$_shstk_emu_build_out"
+	_shstk_emu_build_pid=$CHILD_PID
+}
+_shstk_emulator_build_finish() {
+	local built rc=0
 	SHSTK_EMU_BIN='' SHSTK_EMU_DESCRIPTION=''
-	if [ "${#cmd[@]}" -gt 0 ]; then
-		built=$("${cmd[@]}") || shstk_die "building $EMU for $ARCH failed (${cmd[*]#"$SHSTK_TOP"/})"
+	if [ -n "$_shstk_emu_build_pid" ]; then
+		shstk_wait_child "$_shstk_emu_build_pid" || rc=$?
+		built=$(cat "$_shstk_emu_build_out")
+		rm -f "$_shstk_emu_build_out"
+		[ "$rc" -eq 0 ] || shstk_die "building $EMU for $ARCH failed ($_shstk_emu_build_cmd, status $rc)"
 		SHSTK_EMU_BIN=${built%%$'\n'*}
 		SHSTK_EMU_DESCRIPTION=${built#*$'\n'}
 	fi
 	export SHSTK_EMU_BIN SHSTK_EMU_DESCRIPTION SHSTK_EMU_PURPOSE
+}
+_shstk_emulator_build_abandon() {
+	local rc=$?
+	if [ -n "$_shstk_emu_build_pid" ]; then
+		! _shstk_pid_alive "$_shstk_emu_build_pid" ||
+			shstk_msg "stopping the $EMU build beside it ($_shstk_emu_build_cmd)"
+		shstk_stop_child "$_shstk_emu_build_pid"
+		rm -f "$_shstk_emu_build_out"
+	fi
+	exit "$((rc ? rc : 1))"
 }
 
 # The guest programs and cases TESTS= (SHSTK_TESTS) chooses from SUITE of

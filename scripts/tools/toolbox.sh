@@ -2,9 +2,23 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Provide the tools this machine lacks: a Debian trixie (+ backports)
-# environment made with debootstrap, in the cache.  Idempotent: a stamp
-# records the package list it was made with, and a changed list (or a
-# half-made tree) makes it again.  The machine's apt sources are untouched.
+# environment made with debootstrap, in the cache, in package sets that a
+# step asks for when it needs them (core.sh shstk_toolbox_need), so that a
+# first make run ARCH=x86_64 waits for no other arch's compilers, Bochs or
+# gdb:
+#
+#   scripts/tools/toolbox.sh [SET...]
+#     base         always: the host compiler, the kernel's and QEMU's build
+#                  needs, Python, git (what every tb call may use)
+#     arch:NAME    NAME's compiler, libraries and QEMU (config/arches.ini)
+#     bochs        Bochs's BIOS images and what makes its boot ISO
+#     gdb          gdb-multiarch and drgn
+#     bench        virtme-ng, which make bench compares boots against
+#     all          every set (make toolbox, make test)
+#
+# Idempotent: each set's stamp records the package list it was installed
+# with, and a changed list (or a half-made tree) installs it again.  The
+# machine's apt sources are untouched.
 #
 # Why trixie: arm64 GCS needs QEMU >= 10.2 (backports has 11.1), the gdb
 # scripts want gdb >= 16 with Python, and gcc 14 places one breakpoint
@@ -16,51 +30,73 @@ set -euo pipefail
 TB=$SHSTK_CACHE/toolbox
 ROOT=$TB/root
 
-# Packages from trixie (erofs-utils makes the bpftrace's root filesystem
-# disk; virtme-ng is what make bench compares boots against; the -dev
-# libraries, meson, ninja and pkg-config build the project's QEMU,
-# scripts/build/qemu.sh); the ones
-# listed in BACKPORTS come from trixie-backports (QEMU 11.1, its qemu-img for
-# make replay's snapshot disk, gdb 18 and the libelf that gdb 18 needs).
-# Each architecture's compiler, libraries and QEMU come from its entry in
-# config/arches.ini (packages, qemu_package); a package named PKG/forky
-# comes from forky, with what it needs from there (apt says "because of").
-PKGS=(
-	"$SHSTK_HOST_CC" "$SHSTK_HOST_CXX" libc6-dev binutils make bc bison flex cpio kmod
-	python3 libssl-dev dwarves xz-utils zstd rsync git ca-certificates
-	bochs bochsbios vgabios bochs-term isolinux syslinux-common xorriso
-	erofs-utils
-	virtme-ng udev
-	libglib2.0-dev libpixman-1-dev libfdt-dev libattr1-dev libcap-ng-dev
-	meson ninja-build python3-venv pkg-config
-	python3-drgn
-)
-stamp=$SHSTK_TOOLBOX_STAMP
-# Every tool the harness runs goes through tb, which calls this first
-# unless the stamp is newer than this script and the arch table (what the
-# list below is made of); a stamp found current is touched.
+# The base set's packages from trixie (erofs-utils makes the bpftrace's
+# root filesystem disk; the -dev libraries, meson, ninja and pkg-config
+# build the project's QEMU, scripts/build/qemu.sh) and from trixie-backports
+# (qemu-img for make replay's snapshot disk, the firmware every QEMU boots,
+# the libelf the kernel's objtool and gdb 18 need).  An arch's set is its
+# entry in config/arches.ini (packages; qemu_package from backports); a
+# package named PKG/forky comes from forky, with what it needs from there
+# (apt says "because of").
+#   set_packages SET    (prints the trixie packages, "--", the backports)
+set_packages() {
+	case "$1" in
+	base)
+		echo "$SHSTK_HOST_CC" "$SHSTK_HOST_CXX" libc6-dev binutils make bc bison flex cpio kmod \
+			python3 libssl-dev dwarves xz-utils zstd rsync git ca-certificates erofs-utils \
+			libglib2.0-dev libpixman-1-dev libfdt-dev libattr1-dev libcap-ng-dev \
+			meson ninja-build python3-venv pkg-config \
+			-- qemu-system-data qemu-utils libelf-dev
+		;;
+	arch:*)
+		shstk_arch_names --all | grep -qx "${1#arch:}" ||
+			shstk_die "toolbox.sh: no arch '${1#arch:}' in config/arches.ini"
+		echo "$(shstk_arch_fact "${1#arch:}" packages) -- $(shstk_arch_fact "${1#arch:}" qemu_package)"
+		;;
+	bochs) echo bochs bochsbios vgabios bochs-term isolinux syslinux-common xorriso -- ;;
+	gdb) echo python3-drgn -- gdb-multiarch ;;
+	bench) echo virtme-ng udev -- ;;
+	*) shstk_die "toolbox.sh: no package set '$1' (base, arch:NAME, bochs, gdb, bench or all)" ;;
+	esac
+}
 
-BACKPORTS=(qemu-system-data qemu-utils gdb-multiarch libelf-dev)
-for a in $(shstk_arch_names --all); do
-	read -ra more <<<"$(shstk_arch_fact "$a" packages)"
-	PKGS+=("${more[@]}")
-	BACKPORTS+=("$(shstk_arch_fact "$a" qemu_package)")
+sets=(base)
+for s in "$@"; do
+	if [ "$s" = all ]; then
+		for a in $(shstk_arch_names --all); do sets+=("arch:$a"); done
+		sets+=(bochs gdb bench)
+	else
+		set_packages "$s" >/dev/null
+		sets+=("$s")
+	fi
 done
 
-want=$(printf '%s\n' "${PKGS[@]}" -- "${BACKPORTS[@]}" | sha256sum | cut -c1-16)
-
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-	touch "$stamp"
-	exit 0
-fi
+# The sets not installed, or installed from another list; a stamp found
+# current is touched (tb and shstk_toolbox_need ask this script only when a
+# stamp is older than it or the arch table).
+missing=()
+check_sets() {
+	local s f
+	missing=()
+	for s in "${sets[@]}"; do
+		f=$(shstk_toolbox_set_stamp "$s")
+		if [ "$(cat "$f" 2>/dev/null)" = "$(set_packages "$s" | sha256sum | cut -c1-16)" ]; then
+			touch "$f"
+		else
+			missing+=("$s")
+		fi
+	done
+}
+check_sets
+[ "${#missing[@]}" -gt 0 ] || exit 0
 # One maker at a time: every tool call comes through here, and on a fresh
-# cache several may at once (make test's steps, two arches side by side).
-# The others wait for the lock, then find the toolbox made.
+# cache several may at once (make test's steps, two arches side by side, a
+# kernel build beside the emulator's).  The others wait for the lock, then
+# find their sets there.
 mkdir -p "$TB"
-shstk_lock_or_wait "$TB/lock" "another toolbox.sh to finish making the toolbox"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-	exit 0
-fi
+shstk_lock_or_wait "$TB/lock" "another toolbox.sh to finish installing in the toolbox"
+check_sets
+[ "${#missing[@]}" -gt 0 ] || exit 0
 
 [ "$(id -u)" -eq 0 ] || shstk_die "the toolbox is made with debootstrap and chroot: run as root"
 if ! command -v debootstrap >/dev/null; then
@@ -86,16 +122,30 @@ fi
 [ -n "$mirror" ] || shstk_die "could not find the Debian mirror (set SHSTK_MIRROR)"
 
 build_root() {
-	local new=$TB/root.new
+	local new=$TB/root.new s a f deb pkgs=() backports=() words
+	local -A foreign=()
 	mkdir -p "$TB"
-	if [ -f "$ROOT/.shstk-toolbox" ]; then
-		# A toolbox from an older package list: add to it in place.
+	if [ -f "$SHSTK_TOOLBOX_STAMP" ]; then
+		# Sets added to a toolbox, or installed again from a newer list:
+		# in place.
 		new=$ROOT
 	else
 		rm -rf "$new"
 		debootstrap --variant=minbase trixie "$new" "$mirror" >"$TB/debootstrap.log" 2>&1 ||
 			shstk_die "debootstrap failed; see $TB/debootstrap.log"
 	fi
+	for s in "${missing[@]}"; do
+		read -ra words <<<"$(set_packages "$s")"
+		for a in "${!words[@]}"; do
+			[ "${words[$a]}" = -- ] && break
+			pkgs+=("${words[$a]}")
+		done
+		backports+=("${words[@]:$((a + 1))}")
+		if [[ "$s" = arch:* ]]; then
+			deb=$(shstk_arch_fact "${s#arch:}" deb_arch)
+			[ "$deb" = amd64 ] || foreign[$deb]=1
+		fi
+	done
 	# forky, pinned below everything else, only for what an arch's
 	# packages name as PKG/forky (riscv64's gcc 15, see config/arches.ini)
 	# and what those need; its Release may be past its Valid-Until here.
@@ -113,28 +163,37 @@ PIN
 	# The chroot needs name resolution to reach the mirror.
 	cp /etc/resolv.conf "$new/etc/resolv.conf"
 	in_root() { "$SHSTK_TOP/scripts/tools/tb" --root "$new" --raw "$@"; }
-	local deb
-	for deb in $(shstk_deb_arches); do
-		[ "$deb" = amd64 ] || in_root dpkg --add-architecture "$deb"
+	for deb in "${!foreign[@]}"; do
+		in_root dpkg --add-architecture "$deb"
 	done
+	# Lists fetched now, not kept from the toolbox's making: the mirror
+	# keeps only its newest packages.
 	in_root apt-get -q update >>"$TB/debootstrap.log" 2>&1 || shstk_die "apt-get update in the toolbox failed"
 	DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q --no-install-recommends \
-		"${PKGS[@]}" >>"$TB/debootstrap.log" 2>&1 ||
-		shstk_die "installing the toolbox packages failed; see $TB/debootstrap.log"
-	DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q --no-install-recommends \
-		-t trixie-backports "${BACKPORTS[@]}" >>"$TB/debootstrap.log" 2>&1 ||
-		shstk_die "installing the toolbox backports failed; see $TB/debootstrap.log"
+		"${pkgs[@]}" >>"$TB/debootstrap.log" 2>&1 ||
+		shstk_die "installing the toolbox packages (${missing[*]}) failed; see $TB/debootstrap.log"
+	if [ "${#backports[@]}" -gt 0 ]; then
+		DEBIAN_FRONTEND=noninteractive in_root apt-get install -y -q --no-install-recommends \
+			-t trixie-backports "${backports[@]}" >>"$TB/debootstrap.log" 2>&1 ||
+			shstk_die "installing the toolbox backports (${missing[*]}) failed; see $TB/debootstrap.log"
+	fi
 	# What came from forky, for the record.
 	in_root apt list --installed 2>/dev/null | grep -E '/(forky|testing)' >"$TB/from-forky.txt" || true
 	[ ! -s "$TB/from-forky.txt" ] ||
 		shstk_msg "from forky: $(cut -d/ -f1 "$TB/from-forky.txt" | paste -sd' ') (see $TB/from-forky.txt)"
 	in_root apt-get clean
-	echo "$want" >"$new/.shstk-toolbox"
+	for s in "${missing[@]}"; do
+		f=$(shstk_toolbox_set_stamp "$s")
+		set_packages "$s" | sha256sum | cut -c1-16 >"${f/#"$ROOT"/"$new"}"
+	done
 	if [ "$new" != "$ROOT" ]; then
 		rm -rf "$ROOT"
 		mv "$new" "$ROOT"
 	fi
 }
 
-shstk_step "making the trixie toolbox in $ROOT (about 1-2 minutes)" build_root
-"$SHSTK_TOP/scripts/tools/tb" --versions >&2
+if [ -f "$SHSTK_TOOLBOX_STAMP" ]; then
+	shstk_step "installing ${missing[*]} in the trixie toolbox $ROOT" build_root
+else
+	shstk_step "making the trixie toolbox in $ROOT with ${missing[*]} (about 1-2 minutes)" build_root
+fi

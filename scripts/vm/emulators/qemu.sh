@@ -345,7 +345,8 @@ qemu_snapshot_machine() {
 # kernel's words, the machine's facts and this run's devices (CPUs, the
 # root filesystem's disk, gdb's vmcoreinfo).
 qemu_snapshot_key() {
-	local key machine cpu transport
+	local key machine cpu transport toolbox
+	shstk_toolbox_stamps_to toolbox "$ARCH"
 	shstk_arch_set machine qemu_machine
 	shstk_arch_set cpu qemu_cpu
 	shstk_arch_set transport virtio
@@ -353,7 +354,7 @@ qemu_snapshot_key() {
 		declare -f qemu_base qemu_virtio qemu_channels qemu_payload_port qemu_rootfs \
 			qemu_gdb_devices qemu_snapshot_machine
 		echo "$EMU_DESCRIPTION"
-		cat "$SHSTK_TOOLBOX_STAMP" 2>/dev/null || true
+		echo "$toolbox"
 		[ "$QEMU_VARIANT" != patched ] || shstk_file_sha256 "$SHSTK_EMU_BIN"
 		shstk_file_sha256 "$1"
 		shstk_file_sha256 "$2"
@@ -504,8 +505,7 @@ qemu_variant() {
 # would be a noticeable part of a restored run.
 stock_qemu_version() {
 	local prog=$1 cache=$SHSTK_CACHE/qemu/stock-$1.version stamp='' key have='' v=''
-	# Read with the shell's own read: three processes less at every boot.
-	read -r stamp 2>/dev/null <"$SHSTK_TOOLBOX_STAMP" || true
+	shstk_toolbox_stamps_to stamp "$ARCH"
 	key="$stamp SHSTK_TOOLBOX=${SHSTK_TOOLBOX:-auto}"
 	{ read -r have && read -r v; } 2>/dev/null <"$cache" || true
 	if [ "$have" != "$key" ] || [ -z "$v" ]; then
