@@ -166,6 +166,7 @@ tcg-tests:
 ##  | gcc 15 for riscv64) in the cache; a step installs the sets it needs
 toolbox:
 	$(S)/tools/toolbox.sh all
+	$(S)/tools/tb --versions
 
 ## make clean | remove out/ (the cache stays: rm -rf it to start afresh)
 clean:

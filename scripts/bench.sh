@@ -82,6 +82,9 @@ after_fork_edit() {
 	[ -z "$SHSTK_KSRC" ] || { echo "skipped (KSRC: bench does not edit your tree)"; return; }
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1 || shstk_die "the $arch kernel does not build; see $log"
 	shstk_msg "timing $runs one-line changes of the $arch kernel: $what"
+	# A Ctrl-C or TERM in the middle must not leave the cache's tree edited.
+	# shellcheck disable=SC2064  # the path now
+	trap "git -C '$SHSTK_PATCHED_SRC' checkout -q -- kernel/fork.c" EXIT
 	for ((i = 0; i < runs; i++)); do
 		echo "/* shstk-lab bench $i */" >>"$fork"
 		t0=$EPOCHREALTIME
@@ -89,6 +92,7 @@ after_fork_edit() {
 		shstk_elapsed "$t0"
 		git -C "$SHSTK_PATCHED_SRC" checkout -q -- kernel/fork.c
 	done | median
+	trap - EXIT
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$arch" >>"$log" 2>&1
 }
 

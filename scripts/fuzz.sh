@@ -51,7 +51,9 @@ shstk_lock_out "$out"
 rm -rf "$out"
 [ -z "$TESTS_NONE" ] || shstk_skip_step fuzz "$TESTS_NONE"
 shstk_build_boot fuzz
-shstk_msg "fuzzing $ARCH/$EMU (kernel: ${SHSTK_KCONFIG_VARIANT:-default}) with seed 0x$seed: $calls calls, $rounds race rounds, $JOBS VM(s)"
+# The counts are what each program would do: TESTS= may leave one out.
+chosen=${SHSTK_TESTS:+ (only TESTS=$SHSTK_TESTS)}
+shstk_msg "fuzzing $ARCH/$EMU (kernel: ${SHSTK_KCONFIG_VARIANT:-default}) with seed 0x$seed: $calls calls, $rounds race rounds, $JOBS VM(s)$chosen"
 mkdir -p "$out"
 
 # VM i runs its share with seed + i: each VM's own seed, printed here and in
@@ -93,5 +95,5 @@ for dir in "${vm_dirs[@]}"; do
 done
 # One results.json for the whole run (what make test counts).
 PYTHONPATH=$SHSTK_TOP shstk_py -m checks.report --merge "$out" "${vm_dirs[@]}" || rc=1
-shstk_msg "fuzz $ARCH/$EMU: seed 0x$seed, $calls calls, $rounds race rounds on $JOBS VM(s), $(shstk_elapsed "$t0") s"
+shstk_msg "fuzz $ARCH/$EMU: seed 0x$seed, $calls calls, $rounds race rounds on $JOBS VM(s)$chosen, $(shstk_elapsed "$t0") s"
 exit "$rc"

@@ -97,6 +97,19 @@ class CheckedBuildsTest(unittest.TestCase):
         self.assertEqual(self.ask('shstk_build_current "$2"; shstk_build_checked "$1"', True), 1)
 
 
+def gone(pid, seconds=5):
+    """Whether process @pid ends (or is a zombie) within @seconds."""
+    for _ in range(seconds * 20):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in "ZX":
+                    return True
+        except FileNotFoundError:
+            return True
+        subprocess.run(["sleep", "0.05"])
+    return False
+
+
 class ChildGroupTest(unittest.TestCase):
     """A build run beside another one (shstk_start_child_group) is stopped
     whole: the tool its script waits for as well, not the script alone."""
@@ -130,32 +143,67 @@ class ChildGroupTest(unittest.TestCase):
 
     @staticmethod
     def kill_if_running(pid):
+        """The test's own sleep, if a failure left it: never a process that
+        got its pid since."""
         try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if f.read().split(b"\0")[:2] != [b"sleep", b"120"]:
+                    return
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
+        except (FileNotFoundError, ProcessLookupError):
             pass
-
-    def assert_gone(self, pid):
-        for _ in range(100):
-            try:
-                with open("/proc/%d/stat" % pid) as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] in "ZX":
-                        return
-            except FileNotFoundError:
-                return
-            subprocess.run(["sleep", "0.05"])
-        self.fail("pid %d (the group's own child) still runs" % pid)
 
     def test_stop_child_stops_the_whole_group(self):
         rc, out, pid = self.grandchild('shstk_stop_child "$CHILD_PID"; echo stopped')
         self.assertEqual((rc, out.strip()), (0, "stopped"))
-        self.assert_gone(pid)
+        self.assertTrue(gone(pid), "pid %d (the group's own child) still runs" % pid)
 
     def test_term_to_the_script_stops_the_whole_group(self):
         rc, out, pid = self.grandchild("shstk_wait_children; echo not reached", signal.SIGTERM)
         self.assertEqual(rc, 143, out)
         self.assertNotIn("not reached", out)
-        self.assert_gone(pid)
+        self.assertTrue(gone(pid), "pid %d (the group's own child) still runs" % pid)
+
+
+class EmulatorBuildBesideTest(unittest.TestCase):
+    """entry.sh's emulator build beside the kernel's, with a stub for the
+    build command: its output read at the end, its failure named, and a
+    failed step beside it stopping it whole."""
+
+    def run_with(self, build, body):
+        with tempfile.TemporaryDirectory() as d:
+            script = (LIBS + "; EMU=stub ARCH=x86_64; "
+                      "shstk_emulator_build_command() { local -n c=$1; c=(bash -c \"$BUILD\"); }; "
+                      "_shstk_emulator_build_start run; " + body)
+            r = subprocess.run(["bash", "-c", script], cwd=TOP, capture_output=True, text=True,
+                               timeout=60, env=dict(os.environ, BUILD=build, D=d))
+            pid = None
+            if os.path.exists(os.path.join(d, "pid")):
+                with open(os.path.join(d, "pid")) as f:
+                    pid = int(f.read())
+                self.addCleanup(ChildGroupTest.kill_if_running, pid)
+        return r, pid
+
+    def test_output_read_once_done(self):
+        r, _ = self.run_with("echo /x/qemu; echo patched qemu",
+                             '_shstk_emulator_build_finish; echo "$SHSTK_EMU_BIN|$SHSTK_EMU_DESCRIPTION"')
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "/x/qemu|patched qemu"), r.stderr)
+
+    def test_a_failed_build_is_named(self):
+        r, _ = self.run_with("exit 3", "_shstk_emulator_build_finish; echo not reached")
+        self.assertEqual(r.returncode, 1)
+        self.assertNotIn("not reached", r.stdout)
+        self.assertIn("building stub for x86_64 failed (bash -c exit 3, status 3", r.stderr)
+
+    def test_a_failed_step_beside_it_stops_it(self):
+        # The stub's output away from the test's pipes: a failure must not hang it.
+        r, pid = self.run_with('exec 2>/dev/null; sleep 120 >/dev/null & echo $! >"$D/pid"; wait',
+                               'until [ -s "$D/pid" ]; do sleep 0.05; done; '
+                               "false || _shstk_emulator_build_abandon; echo not reached")
+        self.assertEqual(r.returncode, 1)
+        self.assertNotIn("not reached", r.stdout)
+        self.assertIn("stopping the stub build beside it", r.stderr)
+        self.assertTrue(gone(pid), "pid %d (the build's own child) still runs" % pid)
 
 
 class SnapshotWordsTest(unittest.TestCase):

@@ -436,10 +436,10 @@ shstk_toolbox_set_stamp() {
 }
 _SHSTK_TOOLBOX_SET_STAMP=${SHSTK_TOOLBOX_STAMP%/*}/.shstk-set-
 
-# What a step needs of the toolbox beyond its base set, installed now if
-# missing: toolbox.sh asked only when a set's stamp is older than it or the
-# arch table (as tb asks it for the base set), and never for the host's
-# tools (tb --which).
+# The toolbox's package sets a step needs (scripts/tools/toolbox.sh),
+# installed now if missing: toolbox.sh asked only when a set's stamp is
+# older than it or the arch table (as tb asks it for the base set, at every
+# tool's start), and never for the host's tools (tb --which).
 #   shstk_toolbox_need SET...
 shstk_toolbox_need() {
 	local s f
@@ -516,17 +516,35 @@ _shstk_stop_children() {
 		seen[$p]=1
 		_shstk_term_child "$p"
 	done
-	for p in "${!seen[@]}"; do shstk_wait_pid_gone "$p"; done
+	for p in "${!seen[@]}"; do _shstk_wait_child_gone "$p"; done
 	exit "$status"
 }
 
-# TERM one child: the whole process group of one that leads its own.
+# Whether PID is still a running child of this shell: bash collects an
+# ended child at once, and the system may give its pid to another process
+# long before this shell waits for it.
+_shstk_own_child() {
+	local stat state ppid
+	read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
+	# "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+	read -r state ppid _ <<<"${stat##*) }"
+	[ "$ppid" = "$BASHPID" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# TERM one child, if it still runs: the whole process group of one that
+# leads its own.
 _shstk_term_child() {
+	_shstk_own_child "$1" || return 0
 	if [[ " ${_shstk_child_groups[*]} " == *" $1 "* ]]; then
 		kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
 	else
 		kill -TERM "$1" 2>/dev/null || true
 	fi
+}
+
+# Wait until the signalled child PID is gone (at most 15 s).
+_shstk_wait_child_gone() {
+	shstk_poll_until_gone 15 _shstk_own_child "$1" || shstk_warn "pid $1 still running 15 s after its TERM"
 }
 
 # Run CMD ARGS... every 0.1 s until it fails (what it looks for is gone);
@@ -556,13 +574,6 @@ _shstk_pid_alive() {
 	# "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
 	stat=${stat##*) }
 	case "${stat%% *}" in Z | X) return 1 ;; esac
-}
-
-# Wait until the signalled child PID is gone (at most 15 s: a VM's own
-# cleanup takes a few).  Neither wait nor kill -0: see _shstk_pid_alive.
-#   shstk_wait_pid_gone PID
-shstk_wait_pid_gone() {
-	shstk_poll_until_gone 15 _shstk_pid_alive "$1" || shstk_warn "pid $1 still running 15 s after its TERM"
 }
 
 # For an EXIT trap: TERM whatever children this script still has (a gdb in
@@ -601,8 +612,9 @@ _shstk_signalled() {
 #   shstk_start_child CMD ARGS...
 shstk_start_child() {
 	# The script's own traps, put back by shstk_wait_children.
-	[ "${#_shstk_children[@]}" -gt 0 ] || _shstk_saved_traps=$(trap -p TERM INT)
+	[ "${#_shstk_children[@]}" -gt 0 ] || _shstk_saved_traps=$(trap -p TERM INT HUP)
 	trap '_shstk_stop_children 143' TERM
+	trap '_shstk_stop_children 129' HUP
 	shstk_trap_int '_shstk_stop_children 130'
 	"$@" &
 	CHILD_PID=$!
@@ -611,12 +623,12 @@ shstk_start_child() {
 
 # shstk_start_child for a CMD that runs tools of its own in the background
 # of this script (a build beside another one): in a process group of its
-# own (setsid), which a TERM or INT to this script, or shstk_stop_child,
-# stops whole, because a TERM to a shell script alone leaves the make or
-# ninja it waits for running.
+# own, which a TERM, INT or HUP to this script, or shstk_stop_child, stops
+# whole, because a TERM to a shell script alone leaves the make or ninja it
+# waits for running.
 #   shstk_start_child_group CMD ARGS...
 shstk_start_child_group() {
-	shstk_start_child setsid "$@"
+	shstk_start_child "$SHSTK_PYTHON" -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' "$@"
 	_shstk_child_groups+=("$CHILD_PID")
 }
 
@@ -625,7 +637,7 @@ shstk_start_child_group() {
 #   shstk_stop_child PID
 shstk_stop_child() {
 	_shstk_term_child "$1"
-	shstk_wait_pid_gone "$1"
+	_shstk_wait_child_gone "$1"
 	shstk_wait_child "$1" || true
 }
 
@@ -641,7 +653,7 @@ shstk_wait_children() {
 		[ "$st" -eq 0 ] || rc=$st
 	done
 	_shstk_children=() _shstk_child_groups=()
-	trap - TERM
+	trap - TERM HUP
 	shstk_trap_int -
 	eval "${_shstk_saved_traps:-}"
 	return "$rc"
@@ -663,7 +675,7 @@ shstk_wait_child() {
 	done
 	_shstk_child_groups=("${groups[@]}")
 	if [ "${#kept[@]}" -eq 0 ]; then
-		trap - TERM
+		trap - TERM HUP
 		shstk_trap_int -
 		eval "${_shstk_saved_traps:-}"
 	fi

@@ -26,7 +26,8 @@
 # another one, only those headers are made for it, not a second kernel.
 # The emulator's build runs beside the kernel's and the guest's (a fresh
 # machine's source fetch and configure fill the kernel build's one-core
-# stretches); a failure of either stops the other.
+# stretches): a failed kernel or guest build stops it, and its own failure
+# ends the script once the step under way is done.
 # --gdb: the boot is one gdb attaches to.  After shstk_arch_vars and
 # shstk_emu_vars.
 #   shstk_build_boot [--gdb] SUITE | --prog FILE
@@ -41,12 +42,15 @@ shstk_build_boot() {
 			_shstk_emulator_build_abandon
 	fi
 	"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" "${kernel_args[@]}" || _shstk_emulator_build_abandon
+	_shstk_emulator_build_ended && _shstk_emulator_build_finish
 	GUEST_IMAGE=$(shstk_build_guest "$@") || _shstk_emulator_build_abandon
 	SHSTK_SNAPSHOT_BASE=
 	if shstk_snapshot_wanted; then
 		SHSTK_SNAPSHOT_BASE=$(shstk_guest_snapshot_base "$GUEST_IMAGE") || _shstk_emulator_build_abandon
 	fi
 	export SHSTK_SNAPSHOT_BASE
+	[ -z "$_shstk_emu_build_pid" ] || _shstk_emulator_build_ended ||
+		shstk_msg "waiting for the $EMU build beside it ($_shstk_emu_build_cmd)"
 	_shstk_emulator_build_finish
 }
 
@@ -87,40 +91,46 @@ shstk_emulator_build() {
 
 # shstk_emulator_build in two halves, for a build beside other work: the
 # start runs the emulator's build command as a child (a process group of its
-# own, whose output, the binary and its description, goes to a file), the
-# finish waits for it and reads that file; the abandon stops it and ends the
-# script, for a failed step beside it, which has said why.
+# own, whose output, the binary and its description, goes to a file
+# unlinked at once, read through a descriptor kept here), the finish waits
+# for it and reads that; the abandon stops it and ends the script, for a
+# failed step beside it, which has said why.
 #   _shstk_emulator_build_start PURPOSE; ...; _shstk_emulator_build_finish
 _shstk_emulator_build_start() {
-	local cmd
+	local cmd out
 	SHSTK_EMU_PURPOSE=$1
 	shstk_emulator_build_command cmd "$SHSTK_EMU_PURPOSE"
-	_shstk_emu_build_cmd="${cmd[*]#"$SHSTK_TOP"/}" _shstk_emu_build_pid='' _shstk_emu_build_out=''
+	_shstk_emu_build_cmd="${cmd[*]#"$SHSTK_TOP"/}" _shstk_emu_build_pid='' _shstk_emu_build_fd=''
+	SHSTK_EMU_BIN='' SHSTK_EMU_DESCRIPTION=''
+	export SHSTK_EMU_BIN SHSTK_EMU_DESCRIPTION SHSTK_EMU_PURPOSE
 	[ "${#cmd[@]}" -gt 0 ] || return 0
-	_shstk_emu_build_out=$(mktemp "${TMPDIR:-/tmp}/shstk-emulator-build.XXXXXX")
-	shstk_start_child_group "${cmd[@]}" >"$_shstk_emu_build_out"
+	out=$(mktemp "${TMPDIR:-/tmp}/shstk-emulator-build.XXXXXX")
+	exec {_shstk_emu_build_fd}<"$out"
+	shstk_start_child_group "${cmd[@]}" >"$out"
 	_shstk_emu_build_pid=$CHILD_PID
+	rm -f "$out"
+}
+# Whether the emulator's build has ended (and so can be finished at once).
+_shstk_emulator_build_ended() {
+	[ -n "$_shstk_emu_build_pid" ] && ! _shstk_own_child "$_shstk_emu_build_pid"
 }
 _shstk_emulator_build_finish() {
 	local built rc=0
-	SHSTK_EMU_BIN='' SHSTK_EMU_DESCRIPTION=''
-	if [ -n "$_shstk_emu_build_pid" ]; then
-		shstk_wait_child "$_shstk_emu_build_pid" || rc=$?
-		built=$(cat "$_shstk_emu_build_out")
-		rm -f "$_shstk_emu_build_out"
-		[ "$rc" -eq 0 ] || shstk_die "building $EMU for $ARCH failed ($_shstk_emu_build_cmd, status $rc)"
-		SHSTK_EMU_BIN=${built%%$'\n'*}
-		SHSTK_EMU_DESCRIPTION=${built#*$'\n'}
-	fi
-	export SHSTK_EMU_BIN SHSTK_EMU_DESCRIPTION SHSTK_EMU_PURPOSE
+	[ -n "$_shstk_emu_build_pid" ] || return 0
+	shstk_wait_child "$_shstk_emu_build_pid" || rc=$?
+	_shstk_emu_build_pid=''
+	built=$(cat <&"$_shstk_emu_build_fd")
+	exec {_shstk_emu_build_fd}<&-
+	[ "$rc" -eq 0 ] || shstk_die "building $EMU for $ARCH failed ($_shstk_emu_build_cmd, status $rc; its error above)"
+	SHSTK_EMU_BIN=${built%%$'\n'*}
+	SHSTK_EMU_DESCRIPTION=${built#*$'\n'}
 }
 _shstk_emulator_build_abandon() {
 	local rc=$?
 	if [ -n "$_shstk_emu_build_pid" ]; then
-		! _shstk_pid_alive "$_shstk_emu_build_pid" ||
+		! _shstk_own_child "$_shstk_emu_build_pid" ||
 			shstk_msg "stopping the $EMU build beside it ($_shstk_emu_build_cmd)"
 		shstk_stop_child "$_shstk_emu_build_pid"
-		rm -f "$_shstk_emu_build_out"
 	fi
 	exit "$((rc ? rc : 1))"
 }

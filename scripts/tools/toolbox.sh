@@ -49,7 +49,7 @@ set_packages() {
 			-- qemu-system-data qemu-utils libelf-dev
 		;;
 	arch:*)
-		shstk_arch_names --all | grep -qx "${1#arch:}" ||
+		shstk_arch_names --all | grep -x "${1#arch:}" >/dev/null ||
 			shstk_die "toolbox.sh: no arch '${1#arch:}' in config/arches.ini"
 		echo "$(shstk_arch_fact "${1#arch:}" packages) -- $(shstk_arch_fact "${1#arch:}" qemu_package)"
 		;;
@@ -61,26 +61,35 @@ set_packages() {
 }
 
 sets=(base)
-for s in "$@"; do
-	if [ "$s" = all ]; then
-		for a in $(shstk_arch_names --all); do sets+=("arch:$a"); done
-		sets+=(bochs gdb bench)
-	else
-		set_packages "$s" >/dev/null
-		sets+=("$s")
-	fi
+asked=("$@")
+if [[ " ${asked[*]} " == *" all "* ]]; then
+	asked=()
+	for a in $(shstk_arch_names --all); do asked+=("arch:$a"); done
+	asked+=(bochs gdb bench)
+fi
+for s in "${asked[@]}"; do
+	set_packages "$s" >/dev/null
+	[[ " ${sets[*]} " == *" $s "* ]] || sets+=("$s")
 done
+
+# A set's stamp: the hash of its list, then the hash of every package's
+# version in the toolbox after the last install, which any set's install
+# may have changed (shared libraries, QEMU's common files and firmware), so
+# that what is keyed on a stamp moves with them.
+list_hash() { set_packages "$1" | sha256sum | cut -c1-16; }
 
 # The sets not installed, or installed from another list; a stamp found
 # current is touched (tb and shstk_toolbox_need ask this script only when a
 # stamp is older than it or the arch table).
 missing=()
 check_sets() {
-	local s f
+	local s f have
 	missing=()
 	for s in "${sets[@]}"; do
 		f=$(shstk_toolbox_set_stamp "$s")
-		if [ "$(cat "$f" 2>/dev/null)" = "$(set_packages "$s" | sha256sum | cut -c1-16)" ]; then
+		have=''
+		read -r have _ 2>/dev/null <"$f" || true
+		if [ "$have" = "$(list_hash "$s")" ]; then
 			touch "$f"
 		else
 			missing+=("$s")
@@ -122,7 +131,7 @@ fi
 [ -n "$mirror" ] || shstk_die "could not find the Debian mirror (set SHSTK_MIRROR)"
 
 build_root() {
-	local new=$TB/root.new s a f deb pkgs=() backports=() words
+	local new=$TB/root.new s a f deb state have pkgs=() backports=() words
 	local -A foreign=()
 	mkdir -p "$TB"
 	if [ -f "$SHSTK_TOOLBOX_STAMP" ]; then
@@ -163,6 +172,12 @@ PIN
 	# The chroot needs name resolution to reach the mirror.
 	cp /etc/resolv.conf "$new/etc/resolv.conf"
 	in_root() { "$SHSTK_TOP/scripts/tools/tb" --root "$new" --raw "$@"; }
+	if [ "$new" = "$ROOT" ]; then
+		# An install stopped half way (a TERM to the build that made it)
+		# finished first, or no later one would run.
+		DEBIAN_FRONTEND=noninteractive in_root dpkg --configure -a >>"$TB/debootstrap.log" 2>&1 ||
+			shstk_die "dpkg --configure -a in the toolbox failed; see $TB/debootstrap.log"
+	fi
 	for deb in "${!foreign[@]}"; do
 		in_root dpkg --add-architecture "$deb"
 	done
@@ -182,9 +197,17 @@ PIN
 	[ ! -s "$TB/from-forky.txt" ] ||
 		shstk_msg "from forky: $(cut -d/ -f1 "$TB/from-forky.txt" | paste -sd' ') (see $TB/from-forky.txt)"
 	in_root apt-get clean
+	# shellcheck disable=SC2016  # dpkg-query's own format
+	state=$(in_root dpkg-query -W -f '${binary:Package} ${Version}\n' | LC_ALL=C sort | sha256sum | cut -c1-16)
 	for s in "${missing[@]}"; do
 		f=$(shstk_toolbox_set_stamp "$s")
-		set_packages "$s" | sha256sum | cut -c1-16 >"${f/#"$ROOT"/"$new"}"
+		echo "$(list_hash "$s") $state" >"${f/#"$ROOT"/"$new"}"
+	done
+	# The sets installed before, under their own lists.
+	for f in "$new/.shstk-toolbox" "$new"/.shstk-set-*; do
+		if [ -f "$f" ] && read -r have _ <"$f"; then
+			echo "$have $state" >"$f"
+		fi
 	done
 	if [ "$new" != "$ROOT" ]; then
 		rm -rf "$ROOT"
