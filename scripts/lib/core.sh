@@ -484,8 +484,8 @@ shstk_py() { "$SHSTK_PYTHON" "$@"; }
 # INT would never reach vm/boot.sh's trap.
 _shstk_children=()
 # The ones among them that lead a process group of their own
-# (shstk_start_child_group): stopped with everything in it.
-_shstk_child_groups=()
+# (shstk_start_child_group), by pid: stopped with everything in it.
+declare -gA _shstk_child_groups=()
 
 # Whether this script started with SIGINT ignored (a background child of
 # another script).  Bash sets an INT trap there all the same, and taking it
@@ -516,35 +516,24 @@ _shstk_stop_children() {
 		seen[$p]=1
 		_shstk_term_child "$p"
 	done
-	for p in "${!seen[@]}"; do _shstk_wait_child_gone "$p"; done
+	for p in "${!seen[@]}"; do shstk_wait_pid_gone "$p" "$BASHPID"; done
 	exit "$status"
 }
 
 # Whether PID is still a running child of this shell: bash collects an
 # ended child at once, and the system may give its pid to another process
 # long before this shell waits for it.
-_shstk_own_child() {
-	local stat state ppid
-	read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
-	# "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
-	read -r state ppid _ <<<"${stat##*) }"
-	[ "$ppid" = "$BASHPID" ] && [ "$state" != Z ] && [ "$state" != X ]
-}
+_shstk_own_child() { _shstk_pid_alive "$1" "$BASHPID"; }
 
 # TERM one child, if it still runs: the whole process group of one that
 # leads its own.
 _shstk_term_child() {
 	_shstk_own_child "$1" || return 0
-	if [[ " ${_shstk_child_groups[*]} " == *" $1 "* ]]; then
+	if [ -n "${_shstk_child_groups[$1]:-}" ]; then
 		kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
 	else
 		kill -TERM "$1" 2>/dev/null || true
 	fi
-}
-
-# Wait until the signalled child PID is gone (at most 15 s).
-_shstk_wait_child_gone() {
-	shstk_poll_until_gone 15 _shstk_own_child "$1" || shstk_warn "pid $1 still running 15 s after its TERM"
 }
 
 # Run CMD ARGS... every 0.1 s until it fails (what it looks for is gone);
@@ -567,13 +556,24 @@ shstk_poll_until_gone() {
 # ends, which would keep a stopped VM step waiting for its whole guest run
 # (tests/vm_harness.py).  A zombie is collected at the latest when the
 # script exits.
+# With PARENT, also whether PARENT is still its parent.
+#   _shstk_pid_alive PID [PARENT]
 _shstk_pid_alive() {
-	local stat
+	local stat state ppid
 	# 2>/dev/null first: it must be in place when the < fails.
 	read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
-	# "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
-	stat=${stat##*) }
-	case "${stat%% *}" in Z | X) return 1 ;; esac
+	# "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+	read -r state ppid _ <<<"${stat##*) }"
+	case "$state" in Z | X) return 1 ;; esac
+	[ -z "${2:-}" ] || [ "$ppid" = "$2" ]
+}
+
+# Wait until the signalled PID is gone (at most 15 s: a VM's own cleanup
+# takes a few), or, with PARENT, is no longer PARENT's child.  Neither wait
+# nor kill -0: see _shstk_pid_alive.
+#   shstk_wait_pid_gone PID [PARENT]
+shstk_wait_pid_gone() {
+	shstk_poll_until_gone 15 _shstk_pid_alive "$@" || shstk_warn "pid $1 still running 15 s after its TERM"
 }
 
 # For an EXIT trap: TERM whatever children this script still has (a gdb in
@@ -629,7 +629,7 @@ shstk_start_child() {
 #   shstk_start_child_group CMD ARGS...
 shstk_start_child_group() {
 	shstk_start_child "$SHSTK_PYTHON" -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' "$@"
-	_shstk_child_groups+=("$CHILD_PID")
+	_shstk_child_groups[$CHILD_PID]=1
 }
 
 # Stop one child that shstk_start_child(_group) started, wait until it is
@@ -637,7 +637,7 @@ shstk_start_child_group() {
 #   shstk_stop_child PID
 shstk_stop_child() {
 	_shstk_term_child "$1"
-	_shstk_wait_child_gone "$1"
+	shstk_wait_pid_gone "$1" "$BASHPID"
 	shstk_wait_child "$1" || true
 }
 
@@ -664,16 +664,13 @@ shstk_wait_children() {
 # The script's own traps are back once it has no children left.
 #   shstk_wait_child PID
 shstk_wait_child() {
-	local p st=0 kept=() groups=()
+	local p st=0 kept=()
 	wait "$1" || st=$?
 	for p in "${_shstk_children[@]}"; do
 		[ "$p" = "$1" ] || kept+=("$p")
 	done
 	_shstk_children=("${kept[@]}")
-	for p in "${_shstk_child_groups[@]}"; do
-		[ "$p" = "$1" ] || groups+=("$p")
-	done
-	_shstk_child_groups=("${groups[@]}")
+	unset '_shstk_child_groups[$1]'
 	if [ "${#kept[@]}" -eq 0 ]; then
 		trap - TERM HUP
 		shstk_trap_int -

@@ -114,13 +114,6 @@ shstk_stop_group() {
 	kill -KILL -- "-$1" 2>/dev/null || kill -KILL "$1" 2>/dev/null || true
 }
 
-# Wait until the signalled PID is gone (at most 15 s: a VM's own cleanup
-# takes a few).  Neither wait nor kill -0: see core.sh _shstk_pid_alive.
-#   shstk_wait_pid_gone PID
-shstk_wait_pid_gone() {
-	shstk_poll_until_gone 15 _shstk_pid_alive "$1" || shstk_warn "pid $1 still running 15 s after its TERM"
-}
-
 #   shstk_stop_vm
 shstk_stop_vm() {
 	if [ -n "${VM_PID:-}" ]; then
