@@ -425,31 +425,38 @@ shstk_tree_edits_hash() {
 #   shstk_tb TOOL ARGS...
 shstk_tb() { "$SHSTK_TOP/scripts/tools/tb" "$@"; }
 
-# The stamp of the toolbox's package set SET (scripts/tools/toolbox.sh).
-#   shstk_toolbox_set_stamp SET
-shstk_toolbox_set_stamp() {
-	if [ "$1" = base ]; then
-		echo "$SHSTK_TOOLBOX_STAMP"
+# VAR=the stamp of the toolbox's package set SET (scripts/tools/toolbox.sh):
+# .shstk-toolbox for base, .shstk-set-arch-x86_64 for arch:x86_64.
+#   shstk_toolbox_set_stamp_to VAR SET
+shstk_toolbox_set_stamp_to() {
+	if [ "$2" = base ]; then
+		printf -v "$1" '%s' "$SHSTK_TOOLBOX_STAMP"
 	else
-		echo "$_SHSTK_TOOLBOX_SET_STAMP${1//:/-}"
+		printf -v "$1" '%s/.shstk-set-%s' "${SHSTK_TOOLBOX_STAMP%/*}" "${2//:/-}"
 	fi
 }
-_SHSTK_TOOLBOX_SET_STAMP=${SHSTK_TOOLBOX_STAMP%/*}/.shstk-set-
 
-# The toolbox's package sets a step needs (scripts/tools/toolbox.sh),
-# installed now if missing: toolbox.sh asked only when a set's stamp is
-# older than it or the arch table (as tb asks it for the base set, at every
-# tool's start), and never for the host's tools (tb --which).
-#   shstk_toolbox_need SET...
-shstk_toolbox_need() {
+# Whether a stamp of the sets SET... is older than what the sets' lists are
+# made of (toolbox.sh and the arch table): only then is toolbox.sh asked to
+# compare them with their lists, which spares a process at every tool's
+# start (tb asks for the base set).
+#   shstk_toolbox_unchecked SET...
+shstk_toolbox_unchecked() {
 	local s f
 	for s in "$@"; do
-		f=$(shstk_toolbox_set_stamp "$s")
-		if ! [ "$f" -nt "$SHSTK_TOP/scripts/tools/toolbox.sh" ] || ! [ "$f" -nt "$SHSTK_ARCH_TABLE" ]; then
-			[ "$(shstk_tb --which)" = host ] || "$SHSTK_TOP/scripts/tools/toolbox.sh" "$@"
-			return 0
-		fi
+		shstk_toolbox_set_stamp_to f "$s"
+		[ "$f" -nt "$SHSTK_TOP/scripts/tools/toolbox.sh" ] && [ "$f" -nt "$SHSTK_ARCH_TABLE" ] || return 0
 	done
+	return 1
+}
+
+# The toolbox's package sets a step needs besides the base one that every
+# tool's start asks for, installed now if missing; never for the host's
+# tools (tb --which).
+#   shstk_toolbox_need SET...
+shstk_toolbox_need() {
+	! shstk_toolbox_unchecked "$@" || [ "$(shstk_tb --which)" = host ] ||
+		"$SHSTK_TOP/scripts/tools/toolbox.sh" "$@"
 }
 
 # VAR=the stamps of the toolbox's sets an ARCH build or boot uses (the
@@ -457,9 +464,10 @@ shstk_toolbox_need() {
 # them.  Read with the shell's own read: no process at a restored boot.
 #   shstk_toolbox_stamps_to VAR ARCH
 shstk_toolbox_stamps_to() {
-	local base='' own=''
+	local base='' own='' f
+	shstk_toolbox_set_stamp_to f "arch:$2"
 	read -r base 2>/dev/null <"$SHSTK_TOOLBOX_STAMP" || true
-	read -r own 2>/dev/null <"${_SHSTK_TOOLBOX_SET_STAMP}arch-$2" || true
+	read -r own 2>/dev/null <"$f" || true
 	printf -v "$1" '%s %s' "$base" "$own"
 }
 

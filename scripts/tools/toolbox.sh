@@ -86,7 +86,7 @@ check_sets() {
 	local s f have
 	missing=()
 	for s in "${sets[@]}"; do
-		f=$(shstk_toolbox_set_stamp "$s")
+		shstk_toolbox_set_stamp_to f "$s"
 		have=''
 		read -r have _ 2>/dev/null <"$f" || true
 		if [ "$have" = "$(list_hash "$s")" ]; then
@@ -131,7 +131,7 @@ fi
 [ -n "$mirror" ] || shstk_die "could not find the Debian mirror (set SHSTK_MIRROR)"
 
 build_root() {
-	local new=$TB/root.new s a f deb state have pkgs=() backports=() words
+	local new=$TB/root.new s f deb state have line pkgs=() backports=() words
 	local -A foreign=()
 	mkdir -p "$TB"
 	if [ -f "$SHSTK_TOOLBOX_STAMP" ]; then
@@ -144,12 +144,11 @@ build_root() {
 			shstk_die "debootstrap failed; see $TB/debootstrap.log"
 	fi
 	for s in "${missing[@]}"; do
-		read -ra words <<<"$(set_packages "$s")"
-		for a in "${!words[@]}"; do
-			[ "${words[$a]}" = -- ] && break
-			pkgs+=("${words[$a]}")
-		done
-		backports+=("${words[@]:$((a + 1))}")
+		line=$(set_packages "$s")
+		read -ra words <<<"${line%%--*}"
+		pkgs+=("${words[@]}")
+		read -ra words <<<"${line#*--}"
+		backports+=("${words[@]}")
 		if [[ "$s" = arch:* ]]; then
 			deb=$(shstk_arch_fact "${s#arch:}" deb_arch)
 			[ "$deb" = amd64 ] || foreign[$deb]=1
@@ -200,10 +199,10 @@ PIN
 	# shellcheck disable=SC2016  # dpkg-query's own format
 	state=$(in_root dpkg-query -W -f '${binary:Package} ${Version}\n' | LC_ALL=C sort | sha256sum | cut -c1-16)
 	for s in "${missing[@]}"; do
-		f=$(shstk_toolbox_set_stamp "$s")
-		echo "$(list_hash "$s") $state" >"${f/#"$ROOT"/"$new"}"
+		shstk_toolbox_set_stamp_to f "$s"
+		list_hash "$s" >"${f/#"$ROOT"/"$new"}"
 	done
-	# The sets installed before, under their own lists.
+	# Every set's stamp, those installed before under their own lists.
 	for f in "$new/.shstk-toolbox" "$new"/.shstk-set-*; do
 		if [ -f "$f" ] && read -r have _ <"$f"; then
 			echo "$have $state" >"$f"
