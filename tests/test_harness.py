@@ -503,6 +503,20 @@ class BadInputTest(unittest.TestCase):
         r = run("scripts/tools/tb", "true", env={"SHSTK_TOOLBOX": "maybe"})
         self.assert_error(r, "SHSTK_TOOLBOX must be auto, yes or no")
 
+    @unittest.skipUnless(os.geteuid() == 0, "the toolbox's mounts need root")
+    def test_mount_tables_of_killed_tools_are_removed(self):
+        # A root with no /bin/sh: the chroot fails after the mounts, which
+        # is all this needs.  A dead tool's table goes, a live one's stays.
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        with tempfile.TemporaryDirectory() as tmp:
+            root = os.path.join(tmp, "root")
+            os.mkdir(root)
+            for pid in (dead.pid, os.getpid()):
+                open(f"{root}.fstab.{pid}", "w").close()
+            run("scripts/tools/tb", "--root", root, "--raw", "true")
+            self.assertEqual(sorted(os.listdir(tmp)), ["root", f"root.fstab.{os.getpid()}"])
+
     def test_download_failure_is_named(self):
         # A fresh cache and a mirror nobody answers on: the kernel source
         # download fails at once, and says which.
