@@ -51,16 +51,17 @@ run_one() {
 		cmd+=("${arg//\{arch\}/$a}")
 	done
 	out=$tmp/$a.out
-	# tee -i: a Ctrl-C must not take the copy away while the run still
-	# says how it stops.
-	exec {out_fd}> >(exec tee -i -- "$out")
+	# Neither a Ctrl-C (-i) nor a TERM to this script's process group may
+	# take the copy away while the run still says how it stops: it ends
+	# when the run's output does.
+	exec {out_fd}> >(trap '' TERM; exec tee -i -- "$out")
 	tee_pid=$!
 	SHSTK_STATUS_FILE=$tmp/$a.why shstk_start_child "${cmd[@]}" >&"$out_fd" {out_fd}>&-
 	exec {out_fd}>&-
 	shstk_wait_child "$CHILD_PID" || rc=$?
 	# Done when the run's last output is copied; a process the run left
 	# behind with its stdout must not hold the summary back.
-	shstk_poll_until_gone 5 _shstk_pid_alive "$tee_pid" || kill "$tee_pid" 2>/dev/null || true
+	shstk_poll_until_gone 5 _shstk_pid_alive "$tee_pid" || kill -KILL "$tee_pid" 2>/dev/null || true
 	counts=$(counts_of "$out")
 	why=$(head -n1 "$tmp/$a.why" 2>/dev/null || true)
 	if [ -n "$counts" ]; then

@@ -111,17 +111,21 @@ def gone(pid, seconds=5):
 
 
 class ChildGroupTest(unittest.TestCase):
-    """A build run beside another one (shstk_start_child_group) is stopped
-    whole: the tool its script waits for as well, not the script alone."""
+    """A child of shstk_start_child is stopped whole: the tool it waits for
+    as well, not the script alone, whether it runs that tool in the
+    background or in its foreground (where a TERM to the script alone waits
+    for the tool's end before any trap runs)."""
 
-    SCRIPT = (". scripts/lib/core.sh; "
-              "shstk_start_child_group bash -c 'sleep 120 & echo $! >\"$1\"; wait' - \"$1\" >/dev/null; "
-              'until [ -s "$1" ]; do sleep 0.05; done; ')
+    # Each writes its sleep's pid to the file named by $1.
+    BACKGROUND = """bash -c 'sleep 120 & echo $! >"$1"; wait' - "$1" """
+    FOREGROUND = """bash -c 'trap "exit 143" TERM; sh -c "echo \\$\\$ >\\"\\$1\\"; exec sleep 120" - "$1"; echo x' - "$1" """
 
-    def grandchild(self, script, sig=None):
+    def grandchild(self, script, sig=None, child=BACKGROUND):
         with tempfile.TemporaryDirectory() as d:
             pidfile = os.path.join(d, "pid")
-            p = subprocess.Popen(["bash", "-c", self.SCRIPT + script, "-", pidfile], cwd=TOP,
+            setup = (". scripts/lib/core.sh; shstk_start_child " + child + ">/dev/null; "
+                     'until [ -s "$1" ]; do sleep 0.05; done; ')
+            p = subprocess.Popen(["bash", "-c", setup + script, "-", pidfile], cwd=TOP,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  preexec_fn=default_sigint)
             try:
@@ -163,6 +167,13 @@ class ChildGroupTest(unittest.TestCase):
         self.assertEqual(rc, 143, out)
         self.assertNotIn("not reached", out)
         self.assertTrue(gone(pid), "pid %d (the group's own child) still runs" % pid)
+
+    def test_term_reaches_the_tool_a_child_runs_in_its_foreground(self):
+        rc, out, pid = self.grandchild("shstk_wait_children; echo not reached", signal.SIGTERM,
+                                       child=self.FOREGROUND)
+        self.assertEqual(rc, 143, out)
+        self.assertNotIn("not reached", out)
+        self.assertTrue(gone(pid), "pid %d (the child's foreground tool) still runs" % pid)
 
 
 class EmulatorBuildBesideTest(unittest.TestCase):

@@ -483,17 +483,15 @@ fi
 shstk_py() { "$SHSTK_PYTHON" "$@"; }
 
 # Children that a TERM or INT to this script must stop: a VM boot, gdb, the
-# VMs of make fuzz.  Bash waits for a foreground child before it runs any
-# trap, and a killed parent would leave its children behind, so long
-# children run in the background, recorded here, and the traps below pass a
-# signal on to them.  They always get TERM, even for a Ctrl-C: a
-# non-interactive shell starts its background children with SIGINT ignored,
-# and a shell cannot trap a signal that was ignored when it started, so an
-# INT would never reach vm/boot.sh's trap.
+# VMs of make fuzz, a build beside another.  Bash waits for a foreground
+# child before it runs any trap, and a killed parent would leave its
+# children behind, so long children run in the background, recorded here,
+# and the traps below pass a signal on to them.  Each one leads a process
+# group of its own, and the group gets the TERM: a script's own trap waits
+# for the make or compiler it runs in the foreground, which a TERM to the
+# script alone never reaches.  They always get TERM, even for a Ctrl-C: a
+# terminal's INT reaches only its foreground group.
 _shstk_children=()
-# The ones among them that lead a process group of their own
-# (shstk_start_child_group), by pid: stopped with everything in it.
-declare -gA _shstk_child_groups=()
 
 # Whether this script started with SIGINT ignored (a background child of
 # another script).  Bash sets an INT trap there all the same, and taking it
@@ -509,6 +507,8 @@ shstk_trap_int() {
 	[ -n "$_shstk_int_ignored" ] || trap "$1" INT
 }
 
+# The traps of a script with children: say why it stops, stop them, exit.
+#   _shstk_stop_children STATUS WHY
 # shellcheck disable=SC2317  # called by the traps
 _shstk_stop_children() {
 	local status=$1 p
@@ -516,6 +516,7 @@ _shstk_stop_children() {
 	# Ignored, not reset: a second signal must neither kill this script
 	# before its children are gone nor run this again.
 	trap '' TERM INT
+	shstk_msg "$2; stopping what it started"
 	# $! as well: a signal may come between "CMD &" and its recording.
 	# Each child is signalled once: a second TERM would reach it in its
 	# own EXIT trap, and its TERM trap's exit would cut that cleanup short.
@@ -533,15 +534,11 @@ _shstk_stop_children() {
 # long before this shell waits for it.
 _shstk_own_child() { _shstk_pid_alive "$1" "$BASHPID"; }
 
-# TERM one child, if it still runs: the whole process group of one that
-# leads its own.
+# TERM one child, if it still runs, with its whole process group (the pid
+# alone while a signal comes between its fork and its setpgid).
 _shstk_term_child() {
 	_shstk_own_child "$1" || return 0
-	if [ -n "${_shstk_child_groups[$1]:-}" ]; then
-		kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
-	else
-		kill -TERM "$1" 2>/dev/null || true
-	fi
+	kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
 }
 
 # Run CMD ARGS... every 0.1 s until it fails (what it looks for is gone);
@@ -613,34 +610,28 @@ _shstk_signalled() {
 	exit "$1"
 }
 
-# Start CMD ARGS... in the background as a child to stop on TERM or INT;
-# its pid is CHILD_PID.  Redirections given to shstk_start_child apply to CMD.
-# CMD is a program, never a shell function: a function runs in a forked
-# subshell, whose death on TERM would leave the program it started.
+# Start CMD ARGS... in the background, in a process group of its own, as a
+# child to stop on TERM or INT; its pid is CHILD_PID.  Redirections given
+# to shstk_start_child apply to CMD, but its input is /dev/null (job
+# control, on for this one start to give it its group, would leave it the
+# terminal, which a background group must not read).  CMD is a program,
+# never a shell function: a function runs in a forked subshell, whose death
+# on TERM would leave the program it started.
 #   shstk_start_child CMD ARGS...
 shstk_start_child() {
 	# The script's own traps, put back by shstk_wait_children.
 	[ "${#_shstk_children[@]}" -gt 0 ] || _shstk_saved_traps=$(trap -p TERM INT HUP)
-	trap '_shstk_stop_children 143' TERM
-	trap '_shstk_stop_children 129' HUP
-	shstk_trap_int '_shstk_stop_children 130'
-	"$@" &
+	trap '_shstk_stop_children 143 "stopped (TERM)"' TERM
+	trap '_shstk_stop_children 129 "stopped (HUP)"' HUP
+	shstk_trap_int '_shstk_stop_children 130 interrupted'
+	set -m
+	"$@" </dev/null &
 	CHILD_PID=$!
+	set +m
 	_shstk_children+=("$CHILD_PID")
 }
 
-# shstk_start_child for a CMD that runs tools of its own in the background
-# of this script (a build beside another one): in a process group of its
-# own, which a TERM, INT or HUP to this script, or shstk_stop_child, stops
-# whole, because a TERM to a shell script alone leaves the make or ninja it
-# waits for running.
-#   shstk_start_child_group CMD ARGS...
-shstk_start_child_group() {
-	shstk_start_child "$SHSTK_PYTHON" -c 'import os, sys; os.setpgid(0, 0); os.execvp(sys.argv[1], sys.argv[1:])' "$@"
-	_shstk_child_groups[$CHILD_PID]=1
-}
-
-# Stop one child that shstk_start_child(_group) started, wait until it is
+# Stop one child that shstk_start_child started, wait until it is
 # gone, and forget it (an error path that leaves the others running).
 #   shstk_stop_child PID
 shstk_stop_child() {
@@ -660,7 +651,7 @@ shstk_wait_children() {
 		wait "$p" || st=$?
 		[ "$st" -eq 0 ] || rc=$st
 	done
-	_shstk_children=() _shstk_child_groups=()
+	_shstk_children=()
 	trap - TERM HUP
 	shstk_trap_int -
 	eval "${_shstk_saved_traps:-}"
@@ -678,7 +669,6 @@ shstk_wait_child() {
 		[ "$p" = "$1" ] || kept+=("$p")
 	done
 	_shstk_children=("${kept[@]}")
-	unset '_shstk_child_groups[$1]'
 	if [ "${#kept[@]}" -eq 0 ]; then
 		trap - TERM HUP
 		shstk_trap_int -

@@ -106,7 +106,7 @@ _shstk_emulator_build_start() {
 	[ "${#cmd[@]}" -gt 0 ] || return 0
 	out=$(mktemp "${TMPDIR:-/tmp}/shstk-emulator-build.XXXXXX")
 	exec {_shstk_emu_build_fd}<"$out"
-	shstk_start_child_group "${cmd[@]}" >"$out"
+	shstk_start_child "${cmd[@]}" >"$out"
 	_shstk_emu_build_pid=$CHILD_PID
 	rm -f "$out"
 }
