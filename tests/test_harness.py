@@ -10,6 +10,7 @@ import signal
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -517,16 +518,25 @@ class BadInputTest(unittest.TestCase):
     @unittest.skipUnless(os.geteuid() == 0, "the toolbox's mounts need root")
     def test_mount_tables_of_killed_tools_are_removed(self):
         # A root with no /bin/sh: the chroot fails after the mounts, which
-        # is all this needs.  A dead tool's table goes, a live one's stays.
-        dead = subprocess.Popen(["true"])
-        dead.wait()
+        # is all this needs.  A dead tool's table goes once a minute old; a
+        # live one's stays, and so does a new one (perhaps another pid
+        # namespace's).
+        dead = []
+        for _ in range(2):
+            p = subprocess.Popen(["true"])
+            p.wait()
+            dead.append(p.pid)
         with tempfile.TemporaryDirectory() as tmp:
             root = os.path.join(tmp, "root")
             os.mkdir(root)
-            for pid in (dead.pid, os.getpid()):
+            old = time.time() - 120
+            for pid, age in ((dead[0], old), (os.getpid(), old), (dead[1], None)):
                 open(f"{root}.fstab.{pid}", "w").close()
+                if age:
+                    os.utime(f"{root}.fstab.{pid}", (age, age))
             run("scripts/tools/tb", "--root", root, "--raw", "true")
-            self.assertEqual(sorted(os.listdir(tmp)), ["root", f"root.fstab.{os.getpid()}"])
+            self.assertEqual(sorted(os.listdir(tmp)),
+                             sorted(["root", f"root.fstab.{dead[1]}", f"root.fstab.{os.getpid()}"]))
 
     def test_download_failure_is_named(self):
         # A fresh cache and a mirror nobody answers on: the kernel source
