@@ -111,20 +111,20 @@ def gone(pid, seconds=5):
     return False
 
 
-class ChildGroupTest(unittest.TestCase):
-    """A child of shstk_start_child is stopped whole: the tool it waits for
-    as well, not the script alone, whether it runs that tool in the
-    background or in its foreground (where a TERM to the script alone waits
-    for the tool's end before any trap runs)."""
+class ChildTreeTest(unittest.TestCase):
+    """A child of shstk_start_child is stopped with everything under it:
+    the tool it waits for as well, not the script alone, whether it runs
+    that tool in the background or in its foreground (where a TERM to the
+    script alone waits for the tool's end before any trap runs)."""
 
     # Each writes its sleep's pid to the file named by $1.
     BACKGROUND = """bash -c 'sleep 120 & echo $! >"$1"; wait' - "$1" """
     FOREGROUND = """bash -c 'trap "exit 143" TERM; sh -c "echo \\$\\$ >\\"\\$1\\"; exec sleep 120" - "$1"; echo x' - "$1" """
 
-    def grandchild(self, script, sig=None, child=BACKGROUND):
+    def grandchild(self, script, sig=None, child=BACKGROUND, before=""):
         with tempfile.TemporaryDirectory() as d:
             pidfile = os.path.join(d, "pid")
-            setup = (". scripts/lib/core.sh; shstk_start_child " + child + ">/dev/null; "
+            setup = (before + ". scripts/lib/core.sh; shstk_start_child " + child + ">/dev/null; "
                      'until [ -s "$1" ]; do sleep 0.05; done; ')
             p = subprocess.Popen(["bash", "-c", setup + script, "-", pidfile], cwd=TOP,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -158,22 +158,30 @@ class ChildGroupTest(unittest.TestCase):
         except (FileNotFoundError, ProcessLookupError):
             pass
 
-    def test_stop_child_stops_the_whole_group(self):
+    def test_stop_child_stops_what_it_runs(self):
         rc, out, pid = self.grandchild('shstk_stop_child "$CHILD_PID"; echo stopped')
         self.assertEqual((rc, out.strip()), (0, "stopped"))
-        self.assertTrue(gone(pid), "pid %d (the group's own child) still runs" % pid)
+        self.assertTrue(gone(pid), "pid %d (the child's own child) still runs" % pid)
 
-    def test_term_to_the_script_stops_the_whole_group(self):
+    def test_term_to_the_script_stops_what_its_child_runs(self):
         rc, out, pid = self.grandchild("shstk_wait_children; echo not reached", signal.SIGTERM)
         self.assertEqual(rc, 143, out)
         self.assertNotIn("not reached", out)
-        self.assertTrue(gone(pid), "pid %d (the group's own child) still runs" % pid)
+        self.assertTrue(gone(pid), "pid %d (the child's own child) still runs" % pid)
 
     def test_term_reaches_the_tool_a_child_runs_in_its_foreground(self):
         rc, out, pid = self.grandchild("shstk_wait_children; echo not reached", signal.SIGTERM,
                                        child=self.FOREGROUND)
         self.assertEqual(rc, 143, out)
         self.assertNotIn("not reached", out)
+        self.assertTrue(gone(pid), "pid %d (the child's foreground tool) still runs" % pid)
+
+    def test_a_message_nowhere_to_go_stops_nothing_short(self):
+        # The trap's message to a full disk or a closed pipe fails; the
+        # children are stopped all the same, and the status is the signal's.
+        rc, out, pid = self.grandchild("shstk_wait_children; echo not reached", signal.SIGTERM,
+                                       child=self.FOREGROUND, before="set -e; exec 2>/dev/full; ")
+        self.assertEqual(rc, 143, out)
         self.assertTrue(gone(pid), "pid %d (the child's foreground tool) still runs" % pid)
 
 
@@ -193,7 +201,7 @@ class EmulatorBuildBesideTest(unittest.TestCase):
             if os.path.exists(os.path.join(d, "pid")):
                 with open(os.path.join(d, "pid")) as f:
                     pid = int(f.read())
-                self.addCleanup(ChildGroupTest.kill_if_running, pid)
+                self.addCleanup(ChildTreeTest.kill_if_running, pid)
         return r, pid
 
     def test_output_read_once_done(self):

@@ -486,12 +486,16 @@ shstk_py() { "$SHSTK_PYTHON" "$@"; }
 # VMs of make fuzz, a build beside another.  Bash waits for a foreground
 # child before it runs any trap, and a killed parent would leave its
 # children behind, so long children run in the background, recorded here,
-# and the traps below pass a signal on to them.  Each one leads a process
-# group of its own, and the group gets the TERM: a script's own trap waits
-# for the make or compiler it runs in the foreground, which a TERM to the
-# script alone never reaches.  They always get TERM, even for a Ctrl-C: a
-# terminal's INT reaches only its foreground group.
+# and the traps below pass a signal on to them: a TERM to each child and to
+# every process under it, since a script runs no trap of its own while it
+# waits for the make or compiler in its foreground.  They always get TERM,
+# even for a Ctrl-C: a non-interactive shell starts its background
+# children with SIGINT ignored, and a shell cannot trap a signal that was
+# ignored when it started, so an INT would never reach vm/boot.sh's trap.
 _shstk_children=()
+# $! when the last child was started: a signal before "CMD &" must not
+# take a process substitution (each-arch.sh's tee) for that child.
+_shstk_bg_before=
 
 # Whether this script started with SIGINT ignored (a background child of
 # another script).  Bash sets an INT trap there all the same, and taking it
@@ -507,25 +511,27 @@ shstk_trap_int() {
 	[ -n "$_shstk_int_ignored" ] || trap "$1" INT
 }
 
-# The traps of a script with children: say why it stops, stop them, exit.
+# The traps of a script with children: stop them, say why, exit.
 #   _shstk_stop_children STATUS WHY
 # shellcheck disable=SC2317  # called by the traps
 _shstk_stop_children() {
-	local status=$1 p
+	local status=$1 p started=
 	local -A seen=()
 	# Ignored, not reset: a second signal must neither kill this script
-	# before its children are gone nor run this again.
-	trap '' TERM INT
-	shstk_msg "$2; stopping what it started"
+	# before its children are gone nor run this again; nor may a message
+	# to a terminal or pipe that is gone (EPIPE, EIO).
+	trap '' TERM INT PIPE
 	# $! as well: a signal may come between "CMD &" and its recording.
+	[ "${!:-}" = "$_shstk_bg_before" ] || started=$!
 	# Each child is signalled once: a second TERM would reach it in its
 	# own EXIT trap, and its TERM trap's exit would cut that cleanup short.
-	for p in "${_shstk_children[@]}" ${!:+"$!"}; do
+	for p in "${_shstk_children[@]}" ${started:+"$started"}; do
 		[ -z "${seen[$p]:-}" ] || continue
 		seen[$p]=1
 		_shstk_term_child "$p"
 	done
-	for p in "${!seen[@]}"; do shstk_wait_pid_gone "$p" "$BASHPID"; done
+	shstk_msg "$2; stopping what it started" || true
+	for p in "${!seen[@]}"; do shstk_wait_pid_gone "$p" "$BASHPID" || true; done
 	exit "$status"
 }
 
@@ -534,11 +540,32 @@ _shstk_stop_children() {
 # long before this shell waits for it.
 _shstk_own_child() { _shstk_pid_alive "$1" "$BASHPID"; }
 
-# TERM one child, if it still runs, with its whole process group (the pid
-# alone while a signal comes between its fork and its setpgid).
+# TERM one child, if it still runs, and every process under it (taken
+# before the child ends and its children go to init).
 _shstk_term_child() {
+	local under=()
 	_shstk_own_child "$1" || return 0
-	kill -TERM -- "-$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null || true
+	# Not $(...): in a trap that interrupted a wait, an assignment from one
+	# failed now and then with the wait's status (143), and set -e ended
+	# the trap before it had stopped anything.
+	mapfile -t under < <(_shstk_descendants "$1")
+	kill -TERM "$1" "${under[@]}" 2>/dev/null || true
+}
+
+# The pids of every process under PID, one a line.
+#   _shstk_descendants PID
+_shstk_descendants() {
+	ps -A -o pid=,ppid= | awk -v top="$1" '
+		{ under[$2] = under[$2] " " $1 }
+		END {
+			n = split(under[top], q, " ")
+			for (i = 1; i <= n; i++) {
+				print q[i]
+				m = split(under[q[i]], more, " ")
+				for (j = 1; j <= m; j++)
+					q[++n] = more[j]
+			}
+		}'
 }
 
 # Run CMD ARGS... every 0.1 s until it fails (what it looks for is gone);
@@ -605,29 +632,25 @@ shstk_exit_on_signals() {
 
 # shellcheck disable=SC2317  # called by the traps
 _shstk_signalled() {
-	trap '' TERM INT
-	shstk_msg "$2"
+	trap '' TERM INT PIPE
+	shstk_msg "$2" || true
 	exit "$1"
 }
 
-# Start CMD ARGS... in the background, in a process group of its own, as a
-# child to stop on TERM or INT; its pid is CHILD_PID.  Redirections given
-# to shstk_start_child apply to CMD, but its input is /dev/null (job
-# control, on for this one start to give it its group, would leave it the
-# terminal, which a background group must not read).  CMD is a program,
-# never a shell function: a function runs in a forked subshell, whose death
-# on TERM would leave the program it started.
+# Start CMD ARGS... in the background as a child to stop on TERM or INT;
+# its pid is CHILD_PID.  Redirections given to shstk_start_child apply to CMD.
+# CMD is a program, never a shell function: a function runs in a forked
+# subshell, whose death on TERM would leave the program it started.
 #   shstk_start_child CMD ARGS...
 shstk_start_child() {
 	# The script's own traps, put back by shstk_wait_children.
 	[ "${#_shstk_children[@]}" -gt 0 ] || _shstk_saved_traps=$(trap -p TERM INT HUP)
+	_shstk_bg_before=${!:-}
 	trap '_shstk_stop_children 143 "stopped (TERM)"' TERM
 	trap '_shstk_stop_children 129 "stopped (HUP)"' HUP
 	shstk_trap_int '_shstk_stop_children 130 interrupted'
-	set -m
-	"$@" </dev/null &
+	"$@" &
 	CHILD_PID=$!
-	set +m
 	_shstk_children+=("$CHILD_PID")
 }
 

@@ -93,9 +93,8 @@ cleanup() {
 # snapshot), which a TERM must stop too.
 trap cleanup EXIT
 # INT reaches this script only when a user runs it in the foreground: as a
-# child of another script it runs in a process group of its own, which its
-# parent passes a Ctrl-C on to as TERM (scripts/lib/core.sh,
-# shstk_start_child).
+# background child of another script it starts with SIGINT ignored, and its
+# parent passes a Ctrl-C on as TERM (scripts/lib/core.sh, shstk_start_child).
 shstk_exit_on_signals
 
 # An emulator may need its boot medium made first (Bochs: an ISO).  Not
