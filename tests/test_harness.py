@@ -185,6 +185,32 @@ class ChildTreeTest(unittest.TestCase):
         self.assertTrue(gone(pid), "pid %d (the child's foreground tool) still runs" % pid)
 
 
+class BuildFailedTest(unittest.TestCase):
+    """A build stopped by a signal says so; a failed one shows its log."""
+
+    def failed(self, status, interrupted=""):
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "build.log")
+            with open(log, "w") as f:
+                f.write("cc1: error: the last line\n")
+            return subprocess.run(["bash", "-c", LIBS + '; shstk_build_failed "$1" "$2" "the build" "$3"',
+                                   "-", str(status), log, interrupted], cwd=TOP, capture_output=True,
+                                  text=True, timeout=60)
+
+    def test_stopped(self):
+        for status, interrupted in ((130, ""), (143, ""), (2, "2")):
+            r = self.failed(status, interrupted)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(f"error: the build stopped (status {status}: a Ctrl-C or TERM)", r.stderr)
+            self.assertNotIn("the last line", r.stderr)
+
+    def test_failed(self):
+        r = self.failed(2)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cc1: error: the last line", r.stderr)
+        self.assertIn("error: the build failed (full log: ", r.stderr)
+
+
 class EmulatorBuildBesideTest(unittest.TestCase):
     """entry.sh's emulator build beside the kernel's, with a stub for the
     build command: its output read at the end, its failure named, and a

@@ -165,10 +165,7 @@ build() {
 	shstk_kmake -j"$(nproc)" "${targets[@]}" 2>&1 | tee "$log" |
 		awk '/^  [A-Z]/ { n++; if (n % 500 == 0) printf "[build/kernel.sh]   %d steps, at %s\n", n, $2 > "/dev/stderr"; fflush() }
 		     /error:|Error [0-9]/ { print > "/dev/stderr" }' || rc=$?
-	if [ "$rc" -ne 0 ]; then
-		tail -n 30 "$log" >&2
-		shstk_die "kernel build for $ARCH failed (full log: $log)"
-	fi
+	[ "$rc" -eq 0 ] || shstk_build_failed "$rc" "$log" "kernel build for $ARCH"
 }
 # The image QEMU boots, where it is not the one make built
 # (config/arches.ini qemu_kernel_image).

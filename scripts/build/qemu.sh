@@ -214,10 +214,8 @@ build() {
 		awk 'match($0, /^\[[0-9]+\/[0-9]+\]/) { s = substr($0, 2, RLENGTH - 2); split(s, a, "/");
 		       if (a[1] % 250 == 0 || a[1] == a[2]) printf "[build/qemu.sh]   %s steps\n", s > "/dev/stderr"; fflush() }
 		     /error:|FAILED:/ { print > "/dev/stderr" }' || rc=$?
-	if [ "$rc" -ne 0 ]; then
-		tail -n 30 "$log" >&2
-		shstk_die "QEMU build failed (full log: $log)"
-	fi
+	# ninja (1.12) ends with 2 when a Ctrl-C interrupts it, 1 when it fails.
+	[ "$rc" -eq 0 ] || shstk_build_failed "$rc" "$log" "QEMU build" 2
 }
 cold=incremental
 [ -x "$BIN" ] || cold=cold

@@ -192,6 +192,19 @@ shstk_prog_check() {
 	why=$(shstk_py "$SHSTK_TOP/scripts/build/elfcheck.py" "$1" "$ARCH" 2>&1) || shstk_die "$why"
 }
 
+# A build's make or ninja that ended with STATUS: one a signal ended (a
+# Ctrl-C or TERM stopping the run), or that ended with the tool's own
+# INTERRUPTED status, is said as such; any other is a failure, shown by
+# the last lines of its LOG.
+#   shstk_build_failed STATUS LOG WHAT [INTERRUPTED]
+shstk_build_failed() {
+	if [ "$1" -gt 128 ] || [ "$1" = "${4:-}" ]; then
+		shstk_die "$3 stopped (status $1: a Ctrl-C or TERM)"
+	fi
+	tail -n 30 "$2" >&2
+	shstk_die "$3 failed (full log: $2)"
+}
+
 # make in the kernel tree for the current arch (after shstk_arch_vars), out of
 # tree, with the table's compiler for the target and the host's for the
 # programs the build runs.
