@@ -51,9 +51,9 @@ run_one() {
 		cmd+=("${arg//\{arch\}/$a}")
 	done
 	out=$tmp/$a.out
-	# Neither a Ctrl-C (-i) nor a TERM to this script's process group may
-	# take the copy away while the run still says how it stops: it ends
-	# when the run's output does.
+	# Neither a Ctrl-C (-i) nor a TERM (a level above passes one to every
+	# process under it) may take the copy away while the run still says
+	# how it stops: it ends when the run's output does.
 	exec {out_fd}> >(trap '' TERM; exec tee -i -- "$out")
 	tee_pid=$!
 	SHSTK_STATUS_FILE=$tmp/$a.why shstk_start_child "${cmd[@]}" >&"$out_fd" {out_fd}>&-

@@ -69,12 +69,12 @@ for ((i = 0; i < JOBS; i++)); do
 		"${SHSTK_FUZZ_TIMEOUT:-5400}"
 		"SHSTK_SEED=0x$(vm_seed "$i") SHSTK_FUZZ_CALLS=$n SHSTK_FUZZ_ROUNDS=$r SHSTK_XSAVE_SECONDS=$xsave_seconds${TESTS_APPEND:+ $TESTS_APPEND}")
 	# With several VMs each one's messages carry its name, through a sed
-	# that a TERM to this script's process group leaves to the VM's last
-	# words (it ends when they do).
+	# that neither a Ctrl-C nor a TERM takes from the VM's last words (it
+	# ends when they do).
 	if [ "$JOBS" -eq 1 ]; then
 		shstk_start_boot "${vm[@]}"
 	else
-		shstk_start_boot "${vm[@]}" > >(trap '' TERM; exec sed -u "s/^/[vm$i] /") 2>&1
+		shstk_start_boot "${vm[@]}" > >(trap '' TERM INT; exec sed -u "s/^/[vm$i] /") 2>&1
 	fi
 done
 shstk_wait_children || true

@@ -188,27 +188,30 @@ class ChildTreeTest(unittest.TestCase):
 class BuildFailedTest(unittest.TestCase):
     """A build stopped by a signal says so; a failed one shows its log."""
 
-    def failed(self, status, interrupted=""):
+    def failed(self, statuses, interrupted=""):
         with tempfile.TemporaryDirectory() as d:
             log = os.path.join(d, "build.log")
             with open(log, "w") as f:
                 f.write("cc1: error: the last line\n")
             return subprocess.run(["bash", "-c", LIBS + '; shstk_build_failed "$1" "$2" "the build" "$3"',
-                                   "-", str(status), log, interrupted], cwd=TOP, capture_output=True,
+                                   "-", statuses, log, interrupted], cwd=TOP, capture_output=True,
                                   text=True, timeout=60)
 
     def test_stopped(self):
-        for status, interrupted in ((130, ""), (143, ""), (2, "2")):
-            r = self.failed(status, interrupted)
+        for statuses, interrupted in (("130 0 0", ""), ("143 0 0", ""), ("2 0 0", "2")):
+            r = self.failed(statuses, interrupted)
             self.assertEqual(r.returncode, 1)
-            self.assertIn(f"error: the build stopped (status {status}: a Ctrl-C or TERM)", r.stderr)
+            self.assertIn(f"error: the build stopped (status {statuses.split()[0]}: a Ctrl-C or TERM)",
+                          r.stderr)
             self.assertNotIn("the last line", r.stderr)
 
     def test_failed(self):
-        r = self.failed(2)
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("cc1: error: the last line", r.stderr)
-        self.assertIn("error: the build failed (full log: ", r.stderr)
+        # A compiler's error, the OOM killer, the progress filter failing.
+        for statuses in ("2 0 0", "137 0 0", "0 0 2"):
+            r = self.failed(statuses)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("cc1: error: the last line", r.stderr)
+            self.assertIn("error: the build failed (full log: ", r.stderr)
 
 
 class EmulatorBuildBesideTest(unittest.TestCase):

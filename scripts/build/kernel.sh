@@ -160,12 +160,12 @@ fi
 # terminal gets a line every 500 objects and the errors.
 build() {
 	local log=$KBUILD_DIR/build.log
-	local rc=0
+	local st=()
 	set -o pipefail
 	shstk_kmake -j"$(nproc)" "${targets[@]}" 2>&1 | tee "$log" |
 		awk '/^  [A-Z]/ { n++; if (n % 500 == 0) printf "[build/kernel.sh]   %d steps, at %s\n", n, $2 > "/dev/stderr"; fflush() }
-		     /error:|Error [0-9]/ { print > "/dev/stderr" }' || rc=$?
-	[ "$rc" -eq 0 ] || shstk_build_failed "$rc" "$log" "kernel build for $ARCH"
+		     /error:|Error [0-9]/ { print > "/dev/stderr" }' || st=("${PIPESTATUS[@]}")
+	[ "${#st[@]}" -eq 0 ] || shstk_build_failed "${st[*]}" "$log" "kernel build for $ARCH"
 }
 # The image QEMU boots, where it is not the one make built
 # (config/arches.ini qemu_kernel_image).

@@ -209,13 +209,13 @@ fi
 # Progress: ninja's "[N/M] ..." lines go to the log; the terminal gets one
 # every 250 steps, and the errors.
 build() {
-	local log=$BUILD/build-$QEMU_PROG.log rc=0
+	local log=$BUILD/build-$QEMU_PROG.log st=()
 	shstk_tb ninja -C "$BUILD" -j"$(nproc)" "$QEMU_PROG" 2>&1 | tee "$log" |
 		awk 'match($0, /^\[[0-9]+\/[0-9]+\]/) { s = substr($0, 2, RLENGTH - 2); split(s, a, "/");
 		       if (a[1] % 250 == 0 || a[1] == a[2]) printf "[build/qemu.sh]   %s steps\n", s > "/dev/stderr"; fflush() }
-		     /error:|FAILED:/ { print > "/dev/stderr" }' || rc=$?
-	# ninja (1.12) ends with 2 when a Ctrl-C interrupts it, 1 when it fails.
-	[ "$rc" -eq 0 ] || shstk_build_failed "$rc" "$log" "QEMU build" 2
+		     /error:|FAILED:/ { print > "/dev/stderr" }' || st=("${PIPESTATUS[@]}")
+	# ninja 1.12 ends with 2 only when interrupted (1 for any failure).
+	[ "${#st[@]}" -eq 0 ] || shstk_build_failed "${st[*]}" "$log" "QEMU build" 2
 }
 cold=incremental
 [ -x "$BIN" ] || cold=cold

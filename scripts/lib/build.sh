@@ -192,15 +192,17 @@ shstk_prog_check() {
 	why=$(shstk_py "$SHSTK_TOP/scripts/build/elfcheck.py" "$1" "$ARCH" 2>&1) || shstk_die "$why"
 }
 
-# A build's make or ninja that ended with STATUS: one a signal ended (a
-# Ctrl-C or TERM stopping the run), or that ended with the tool's own
-# INTERRUPTED status, is said as such; any other is a failure, shown by
-# the last lines of its LOG.
-#   shstk_build_failed STATUS LOG WHAT [INTERRUPTED]
+# A build whose pipeline (make or ninja first, then what shows its
+# progress) ended with STATUSES, not all 0: a tool that a HUP, INT or TERM
+# ended (the run being stopped), or that ended with its own INTERRUPTED
+# status, is said to have stopped; anything else (a compiler's error, a
+# crash, the OOM killer) is a failure, shown by the last lines of its LOG.
+#   shstk_build_failed "STATUSES" LOG WHAT [INTERRUPTED]
 shstk_build_failed() {
-	if [ "$1" -gt 128 ] || [ "$1" = "${4:-}" ]; then
-		shstk_die "$3 stopped (status $1: a Ctrl-C or TERM)"
-	fi
+	local tool=${1%% *}
+	case "$tool" in
+	129 | 130 | 143 | "${4:--}") shstk_die "$3 stopped (status $tool: a Ctrl-C or TERM)" ;;
+	esac
 	tail -n 30 "$2" >&2
 	shstk_die "$3 failed (full log: $2)"
 }

@@ -520,7 +520,7 @@ _shstk_stop_children() {
 	# Ignored, not reset: a second signal must neither kill this script
 	# before its children are gone nor run this again; nor may a message
 	# to a terminal or pipe that is gone (EPIPE, EIO).
-	trap '' TERM INT PIPE
+	trap '' TERM INT HUP PIPE
 	# $! as well: a signal may come between "CMD &" and its recording.
 	[ "${!:-}" = "$_shstk_bg_before" ] || started=$!
 	# Each child is signalled once: a second TERM would reach it in its
@@ -632,7 +632,7 @@ shstk_exit_on_signals() {
 
 # shellcheck disable=SC2317  # called by the traps
 _shstk_signalled() {
-	trap '' TERM INT PIPE
+	trap '' TERM INT HUP PIPE
 	shstk_msg "$2" || true
 	exit "$1"
 }

@@ -38,10 +38,11 @@ shstk_build_boot() {
 	[ "$EMU_BOOT_IMAGE" != yes ] || kernel_args=(--boot-image)
 	_shstk_emulator_build_start "$purpose"
 	if [ -n "$SHSTK_BASELINE${SHSTK_KCONFIG_VARIANT:-}" ]; then
-		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" --headers ||
-			_shstk_emulator_build_abandon
+		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' _shstk_build_step "$SHSTK_TOP/scripts/build/kernel.sh" \
+			"$ARCH" --headers || _shstk_emulator_build_abandon
 	fi
-	"$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" "${kernel_args[@]}" || _shstk_emulator_build_abandon
+	_shstk_build_step "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" "${kernel_args[@]}" ||
+		_shstk_emulator_build_abandon
 	_shstk_emulator_build_ended && _shstk_emulator_build_finish
 	GUEST_IMAGE=$(shstk_build_guest "$@") || _shstk_emulator_build_abandon
 	SHSTK_SNAPSHOT_BASE=
@@ -52,6 +53,16 @@ shstk_build_boot() {
 	[ -z "$_shstk_emu_build_pid" ] || _shstk_emulator_build_ended ||
 		shstk_msg "waiting for the $EMU build beside it ($_shstk_emu_build_cmd)"
 	_shstk_emulator_build_finish
+}
+
+# Run the build step CMD ARGS... as a child, not in the foreground: bash
+# runs no trap while it waits for a foreground command, so a TERM to this
+# script would wait out a whole kernel build before stopping it and the
+# emulator's build beside it.  Returns the step's status.
+#   _shstk_build_step CMD ARGS...
+_shstk_build_step() {
+	shstk_start_child "$@"
+	shstk_wait_child "$CHILD_PID"
 }
 
 # VAR=(the command that builds the project's build of $EMU for $ARCH, the

@@ -429,7 +429,9 @@ qemu_snapshot_save() {
 	# starts would leave it running.
 	traps=$(trap -p EXIT TERM)
 	trap 'kill -TERM $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
-	trap 'exit 143' TERM
+	# A second TERM (each level above passes one on) must not cut the
+	# EXIT trap's cleanup short.
+	trap 'trap "" TERM INT; exit 143' TERM
 	"$SHSTK_TOP/scripts/tools/tb" timeout -k 5 300 "${EMU_CMD[@]}" </dev/null >"$tmp/emulator.log" 2>&1 &
 	pid=$!
 	shstk_py "$SHSTK_TOP/scripts/vm/qmp.py" snapshot "$tmp/qmp.sock" "$tmp/console.log" "$pid" \
