@@ -700,9 +700,10 @@ shstk_wait_child() {
 	return "$st"
 }
 
-# Run one long child (a VM boot) so that a TERM or INT to this script stops
-# it too.   shstk_run_child CMD ARGS...   (returns the child's status)
+# Run one long child (a VM boot, a build) so that a TERM or INT to this
+# script stops it too, and wait for it alone: other children (a build
+# beside it) go on.   shstk_run_child CMD ARGS...   (returns its status)
 shstk_run_child() {
 	shstk_start_child "$@"
-	shstk_wait_children
+	shstk_wait_child "$CHILD_PID"
 }

@@ -37,11 +37,15 @@ shstk_build_boot() {
 	[ "$1" != --gdb ] || { purpose=gdb; shift; }
 	[ "$EMU_BOOT_IMAGE" != yes ] || kernel_args=(--boot-image)
 	_shstk_emulator_build_start "$purpose"
+	# The kernel's build as a child, not in the foreground: bash runs no
+	# trap while it waits for a foreground command, so a TERM to this
+	# script would wait out the whole build before stopping it and the
+	# emulator's beside it.
 	if [ -n "$SHSTK_BASELINE${SHSTK_KCONFIG_VARIANT:-}" ]; then
-		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' _shstk_build_step "$SHSTK_TOP/scripts/build/kernel.sh" \
+		SHSTK_BASELINE='' SHSTK_KCONFIG_VARIANT='' shstk_run_child "$SHSTK_TOP/scripts/build/kernel.sh" \
 			"$ARCH" --headers || _shstk_emulator_build_abandon
 	fi
-	_shstk_build_step "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" "${kernel_args[@]}" ||
+	shstk_run_child "$SHSTK_TOP/scripts/build/kernel.sh" "$ARCH" "${kernel_args[@]}" ||
 		_shstk_emulator_build_abandon
 	_shstk_emulator_build_ended && _shstk_emulator_build_finish
 	GUEST_IMAGE=$(shstk_build_guest "$@") || _shstk_emulator_build_abandon
@@ -53,16 +57,6 @@ shstk_build_boot() {
 	[ -z "$_shstk_emu_build_pid" ] || _shstk_emulator_build_ended ||
 		shstk_msg "waiting for the $EMU build beside it ($_shstk_emu_build_cmd)"
 	_shstk_emulator_build_finish
-}
-
-# Run the build step CMD ARGS... as a child, not in the foreground: bash
-# runs no trap while it waits for a foreground command, so a TERM to this
-# script would wait out a whole kernel build before stopping it and the
-# emulator's build beside it.  Returns the step's status.
-#   _shstk_build_step CMD ARGS...
-_shstk_build_step() {
-	shstk_start_child "$@"
-	shstk_wait_child "$CHILD_PID"
 }
 
 # VAR=(the command that builds the project's build of $EMU for $ARCH, the
@@ -101,9 +95,9 @@ shstk_emulator_build() {
 }
 
 # shstk_emulator_build in two halves, for a build beside other work: the
-# start runs the emulator's build command as a child (a process group of its
-# own, whose output, the binary and its description, goes to a file
-# unlinked at once, read through a descriptor kept here), the finish waits
+# start runs the emulator's build command as a child (its output, the
+# binary and its description, goes to a file unlinked at once, read
+# through a descriptor kept here), the finish waits
 # for it and reads that; the abandon stops it and ends the script, for a
 # failed step beside it, which has said why.
 #   _shstk_emulator_build_start PURPOSE; ...; _shstk_emulator_build_finish
